@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install the project into it, editable.
+#   scripts/bootstrap.sh          -> runtime deps (CLI, nemo-run, Ray, tokenizers)
+#   scripts/bootstrap.sh test     -> plus torch (CPU), megatron-core, pytest, hypothesis, ruff
+# Idempotent: a second run with nothing changed takes a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "[bootstrap] creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.installed-${extras:-base}"
+want="$(cat pyproject.toml | sha1sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "[bootstrap] .venv up to date (${extras:-base})"
+  exit 0
+fi
+echo "[bootstrap] installing nemotron${extras:+[$extras]} into .venv (first run takes a few minutes)"
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+spec="."
+[ -n "$extras" ] && spec=".[$extras]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec" 2>&1 \
+  | grep -v -E "^WARNING: Location .* is ignored" || true
+.venv/bin/python -c "import nemotron, nemo_runspec" 
+echo "$want" > "$stamp"
+echo "[bootstrap] done"

@@ -1,0 +1,84 @@
+"""Error types shared by every part of nemo_runspec.
+
+Every user-facing problem is a :class:`NemoRunspecError`. It carries where the
+problem is (``path``, ``line``, ``key``) and how to fix it (``hint``), and its
+``str()`` is a single line::
+
+    path:line: problem (hint)
+
+The CLI prints exactly that line and exits non-zero; the traceback is shown only
+with ``--debug`` or ``NEMOTRON_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class NemoRunspecError(Exception):
+    """Base class for all user-facing errors raised by nemo_runspec."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: str | PathLike[str] | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.key = key
+        self.hint = hint
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        """Render as ``path:line: problem (hint)``, omitting absent parts."""
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            where += ": "
+        text = f"{where}{self.problem}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return " ".join(text.split("\n"))
+
+    def __reduce__(self):  # keep picklable (Ray, multiprocessing)
+        return (
+            _rebuild,
+            (type(self), self.problem, self.path, self.line, self.key, self.hint),
+        )
+
+
+def _rebuild(cls, problem, path, line, key, hint):
+    return cls(problem, path=path, line=line, key=key, hint=hint)
+
+
+class RunspecError(NemoRunspecError, ValueError):
+    """Invalid or missing ``[tool.runspec]`` metadata in a recipe script."""
+
+
+class EnvFileError(NemoRunspecError, ValueError):
+    """Invalid env.toml, unknown profile, bad ``extends`` chain or profile key."""
+
+
+class ConfigError(NemoRunspecError, ValueError):
+    """Invalid recipe config, YAML ``defaults`` chain or command-line override."""
+
+
+class CLIUsageError(NemoRunspecError, ValueError):
+    """Bad command-line usage (conflicting or value-less global options)."""
+
+
+class ExecutionError(NemoRunspecError, RuntimeError):
+    """A job could not be built, packaged, submitted or followed."""
+
+
+class SubmissionError(ExecutionError):
+    """The scheduler rejected a job; ``problem`` holds the scheduler's own message."""
+
+
+class PackagingError(ExecutionError):
+    """Code could not be packaged (e.g. uncommitted changes with the git packager)."""
