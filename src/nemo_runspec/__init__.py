@@ -3,24 +3,41 @@
 Public API (stable contract, imported by other tools)::
 
     from nemo_runspec import parse, parse_text, Runspec, RunspecError
+
+Attributes are loaded on first use so that importing a submodule (e.g.
+``nemo_runspec.errors``) stays cheap.
 """
 
 from __future__ import annotations
 
-from nemo_runspec._models import Runspec, RunspecConfig, RunspecResources, RunspecRun
-from nemo_runspec._parser import parse, parse_text
-from nemo_runspec.errors import NemoRunspecError, RunspecError
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "NemoRunspecError",
-    "Runspec",
-    "RunspecConfig",
-    "RunspecError",
-    "RunspecResources",
-    "RunspecRun",
-    "__version__",
-    "parse",
-    "parse_text",
-]
+_EXPORTS = {
+    "Runspec": "nemo_runspec._models",
+    "RunspecConfig": "nemo_runspec._models",
+    "RunspecResources": "nemo_runspec._models",
+    "RunspecRun": "nemo_runspec._models",
+    "parse": "nemo_runspec._parser",
+    "parse_text": "nemo_runspec._parser",
+    "NemoRunspecError": "nemo_runspec.errors",
+    "RunspecError": "nemo_runspec.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+if TYPE_CHECKING:
+    from nemo_runspec._models import Runspec, RunspecConfig, RunspecResources, RunspecRun
+    from nemo_runspec._parser import parse, parse_text
+    from nemo_runspec.errors import NemoRunspecError, RunspecError
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nemo_runspec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
