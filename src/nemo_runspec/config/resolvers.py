@@ -1,0 +1,176 @@
+"""OmegaConf resolvers: ``${art:KEY,FIELD}`` artifact references.
+
+A training config names its inputs under ``run`` and uses them anywhere::
+
+    run:
+      data: nano3-pretrain-data-tiny:latest
+    data:
+      data_path: ${art:data,path}                 # payload location
+      blend: ${art:data,path}/blend.json
+      tokens: ${art:data,metadata.total_tokens}
+
+``KEY`` is a key of the ``run`` section holding a reference
+``name[:version|alias]``; a literal reference works too
+(``${art:nano3-pretrain-data-tiny:v2,path}``). ``FIELD`` is ``path`` (default),
+``version``, ``name``, ``ref`` or ``metadata.<dotted key>``.
+
+Multi-rank jobs resolve once: :func:`resolve_artifacts_once` lets rank 0 look
+every reference up and write the answers atomically into the shared job dir;
+the other ranks read that file (and fail fast if rank 0 wrote a failure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.exceptions import ArtifactError
+
+_HANDOFF = "artifacts.resolved.json"
+_FAILED = "artifacts.failed.json"
+
+# Pinned answers (ref -> artifact dict) used instead of the registry when set.
+_PINNED: dict[str, dict[str, Any]] | None = None
+
+
+def _field(art: Mapping[str, Any], field: str) -> Any:
+    if field in ("", "path"):
+        return art["path"]
+    if field in ("version", "name", "ref"):
+        return art[field]
+    if field.startswith("metadata."):
+        cur: Any = art.get("metadata", {})
+        for part in field.split(".")[1:]:
+            if not isinstance(cur, Mapping) or part not in cur:
+                raise ArtifactError(f"artifact {art['ref']} has no {field}",
+                                    key=field, hint="available: " + ", ".join(art.get("metadata", {})))
+            cur = cur[part]
+        return cur
+    raise ArtifactError(f"unknown artifact field {field!r}", key=field,
+                        hint="use path, version, name, ref or metadata.<key>")
+
+
+def reference_for(key: str, root: Any) -> str:
+    """The artifact reference ``${art:key,...}`` points at, given the config root."""
+    run = None
+    try:
+        run = root.get("run") if root is not None else None
+    except Exception:  # noqa: BLE001 - non-mapping roots
+        run = None
+    if run is not None and key in run:
+        value = run[key]
+        if isinstance(value, Mapping):
+            value = value.get("ref") or value.get("artifact")
+        return str(value)
+    if ":" in key or "-" in key:
+        return key
+    raise ArtifactError(
+        f"${{art:{key},...}} has no reference: run.{key} is not set",
+        key=f"run.{key}",
+        hint=f"add run.{key}: <artifact-name>:latest to the config, or override with +run.{key}=NAME:latest",
+    )
+
+
+def lookup(ref: str) -> dict[str, Any]:
+    """Resolve ``ref`` through pinned answers or the process-wide registry."""
+    if _PINNED is not None and ref in _PINNED:
+        return _PINNED[ref]
+    from nemo_runspec.artifact_registry import get_registry
+
+    return get_registry().resolve(ref).to_dict()
+
+
+def _art_resolver(key: str, field: str = "path", *, _root_: Any = None) -> Any:
+    return _field(lookup(reference_for(str(key), _root_)), str(field))
+
+
+def register_resolvers(replace: bool = True) -> None:
+    """Register ``art`` with OmegaConf (idempotent)."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.has_resolver("art") and not replace:
+        return
+    register = getattr(OmegaConf, "register_resolver", None)
+    if register is not None:  # OmegaConf >= 2.4
+        register("art", _art_resolver, replace=True, use_cache=False, annotation_validation="off")
+    else:
+        OmegaConf.register_new_resolver("art", _art_resolver, replace=True, use_cache=False)
+
+
+def pin(answers: Mapping[str, Mapping[str, Any]] | None) -> None:
+    """Use ``answers`` (ref -> artifact dict) instead of the registry (``None`` unpins)."""
+    global _PINNED
+    _PINNED = None if answers is None else {k: dict(v) for k, v in answers.items()}
+
+
+def collect_references(cfg: Any) -> list[str]:
+    """Every artifact reference used by an ``${art:...}`` interpolation in ``cfg``."""
+    import re
+
+    from omegaconf import OmegaConf
+
+    text = OmegaConf.to_yaml(cfg, resolve=False) if not isinstance(cfg, str) else cfg
+    root = cfg if not isinstance(cfg, str) else None
+    refs = []
+    for m in re.finditer(r"\$\{art:([^,}]+)", text):
+        ref = reference_for(m.group(1).strip(), root)
+        if ref not in refs:
+            refs.append(ref)
+    return refs
+
+
+def _rank() -> int:
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
+                           timeout: float = 600.0, poll: float = 0.2,
+                           resolver: Callable[[str], dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Resolve the config's artifact references on one rank and share the answers.
+
+    Rank 0 resolves every reference and writes ``artifacts.resolved.json``
+    atomically into ``handoff_dir`` (or ``artifacts.failed.json`` with the
+    error, then re-raises). Other ranks wait for either file: the answers are
+    pinned for the ``art`` resolver; a failure file raises at once instead of
+    waiting out ``timeout``.
+    """
+    rank = _rank() if rank is None else rank
+    handoff = Path(handoff_dir)
+    done, failed = handoff / _HANDOFF, handoff / _FAILED
+    resolve = resolver or lookup
+    if rank == 0:
+        handoff.mkdir(parents=True, exist_ok=True)
+        try:
+            answers = {ref: resolve(ref) for ref in collect_references(cfg)}
+        except Exception as exc:
+            _write_atomic(failed, {"error": str(exc), "type": type(exc).__name__})
+            raise
+        _write_atomic(done, answers)
+        pin(answers)
+        return answers
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if failed.exists():
+            err = json.loads(failed.read_text())
+            raise ArtifactError(f"rank 0 failed to resolve artifacts: {err['error']}",
+                                path=str(failed))
+        if done.exists():
+            answers = json.loads(done.read_text())
+            pin(answers)
+            return answers
+        time.sleep(poll)
+    raise ArtifactError(f"timed out after {timeout:.0f}s waiting for rank 0 to resolve artifacts",
+                        path=str(done), hint="check rank 0's log")
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
