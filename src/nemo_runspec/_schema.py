@@ -1,0 +1,114 @@
+"""JSON Schema (draft 2020-12) of the ``[tool.runspec]`` table, schema version 1.
+
+The schema describes the table exactly as it is written in TOML (before
+normalisation), so editors and other tools can check recipe metadata without
+importing this package. :func:`nemo_runspec.parse` remains the reference: it
+applies the same rules and reports file/line/key for every problem.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nemo_runspec._models import LAUNCH_SYNONYMS, LAUNCH_VALUES
+
+__all__ = ["runspec_json_schema", "SCHEMA_ID"]
+
+SCHEMA_ID = "urn:nemo-runspec:runspec:v1"
+
+_NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
+
+
+def _string(description: str, default: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {**_NON_EMPTY, "description": description}
+    if default is not None:
+        out["default"] = default
+    return out
+
+
+def _positive_int(description: str, default: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "default": default, "description": description}
+
+
+_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": SCHEMA_ID,
+    "title": "[tool.runspec] (runspec v1)",
+    "description": (
+        "Recipe metadata carried in the [tool.runspec] table of a PEP 723 "
+        "'# /// script' block."
+    ),
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "schema": {
+            "description": "Runspec schema version; only version 1 exists (string or integer).",
+            "enum": ["1", 1],
+            "default": "1",
+        },
+        "docs": _string("Link to (or short text of) the recipe's documentation."),
+        "name": _string("Recipe identity, e.g. 'nano3/pretrain'; used for job names and dirs."),
+        "image": _string("Container image the recipe runs in; absent means bare metal."),
+        "setup": _string("Shell commands run once per node before the launch command."),
+        "run": {
+            "type": "object",
+            "description": "How the script is started.",
+            "additionalProperties": False,
+            "default": {"launch": "torchrun"},
+            "properties": {
+                "launch": {
+                    "description": (
+                        "Launcher: 'torchrun' (one torchrun per node, gpus_per_node "
+                        "processes), 'ray' (Ray cluster, the command runs on the head), "
+                        "or 'direct' (plain python). 'python' is accepted as a synonym "
+                        "of 'direct'."
+                    ),
+                    "type": "string",
+                    "enum": [*LAUNCH_VALUES, *LAUNCH_SYNONYMS],
+                    "default": "torchrun",
+                },
+                "cmd": _string("Command template that replaces the default launch command."),
+                "workdir": _string("Working directory of the command on the cluster."),
+            },
+        },
+        "config": {
+            "type": "object",
+            "description": "Where the recipe's configs live.",
+            "additionalProperties": False,
+            "default": {"dir": "./config", "default": "default", "format": "omegaconf"},
+            "properties": {
+                "dir": _string(
+                    "Config directory, relative to the script file's directory.", "./config"
+                ),
+                "default": _string(
+                    "Config used when -c/--config is not given (name without .yaml).", "default"
+                ),
+                "format": _string("Config format understood by the recipe.", "omegaconf"),
+            },
+        },
+        "resources": {
+            "type": "object",
+            "description": "Default resources; env.toml profiles and overrides win.",
+            "additionalProperties": False,
+            "default": {"nodes": 1, "gpus_per_node": 8},
+            "properties": {
+                "nodes": _positive_int("Number of nodes.", 1),
+                "gpus_per_node": _positive_int("GPUs (and torchrun processes) per node.", 8),
+            },
+        },
+        "env": {
+            "type": "object",
+            "description": "Environment variables set for the job (string values).",
+            "default": {},
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": {"type": "string"},
+        },
+    },
+}
+
+
+def runspec_json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of the ``[tool.runspec]`` table (a fresh copy each call)."""
+    return copy.deepcopy(_SCHEMA)

@@ -1,0 +1,239 @@
+"""Load recipe YAML configs: name/path resolution, ``defaults:`` inheritance, overrides.
+
+Rules (see :func:`parse_config`):
+
+- A config is a *name* (``tiny`` -> ``<config_dir>/tiny.yaml`` or ``.yml``) or a
+  *path* (anything containing a path separator or ending in ``.yaml``/``.yml``,
+  relative to the current directory).
+- ``defaults: base`` or ``defaults: [base, extra]`` merges the parents first, in
+  list order, then the file itself on top (``_self_`` in the list places the file
+  elsewhere, as in Hydra). Names are looked up in the including file's directory;
+  relative paths are relative to that directory too. The ``defaults`` key is
+  removed from the result. Cycles are errors naming the chain.
+- Interpolations (``${...}``, including ``${art:...}``) are never resolved here:
+  they may only be resolvable on the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.errors import ConfigError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_SELF = "_self_"
+_DEFAULTS_LINE = re.compile(r"^defaults\s*:")
+
+
+def yaml_loader() -> Any:
+    """The YAML loader OmegaConf uses (``1e-4`` is a float, duplicate keys are errors)."""
+    try:
+        from omegaconf._yaml import get_yaml_loader  # omegaconf >= 2.4
+    except ImportError:  # pragma: no cover - omegaconf 2.3
+        from omegaconf._utils import get_yaml_loader
+    return get_yaml_loader()
+
+
+@dataclass
+class LoadedConfig:
+    """Where a config came from; attached to the result of :func:`parse_config`.
+
+    ``files`` lists every YAML file merged, in merge order (parents first).
+    ``env_files`` maps each ``run.env`` key to the last file that set it.
+    """
+
+    name: str
+    path: Path
+    files: list[Path] = field(default_factory=list)
+    env_files: dict[str, Path] = field(default_factory=dict)
+
+
+_INFO: dict[int, LoadedConfig] = {}
+
+
+def _remember(cfg: DictConfig, info: LoadedConfig) -> None:
+    key = id(cfg)
+    _INFO[key] = info
+    weakref.finalize(cfg, _INFO.pop, key, None)
+
+
+def config_info(cfg: DictConfig) -> LoadedConfig | None:
+    """Where ``cfg`` was loaded from, if it is the object :func:`parse_config` returned."""
+    return _INFO.get(id(cfg))
+
+
+def list_configs(config_dir: str | os.PathLike[str]) -> list[str]:
+    """Names of the configs in ``config_dir`` (YAML file stems), sorted."""
+    d = Path(config_dir)
+    if not d.is_dir():
+        return []
+    return sorted({p.stem for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()})
+
+
+def is_config_path(config: str) -> bool:
+    """True when ``config`` is a path rather than a config name."""
+    return "/" in config or os.sep in config or config.endswith(YAML_SUFFIXES)
+
+
+def resolve_config_path(
+    config: str, config_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None
+) -> Path:
+    """Turn a config name or path into an existing file path.
+
+    Names are looked up in ``config_dir``; relative paths are relative to
+    ``base_dir`` (default: the current directory). Raises :class:`ConfigError`
+    with the available configs and a did-you-mean hint when nothing matches.
+    """
+    if not config or not config.strip():
+        raise ConfigError("empty config name", path=config_dir)
+    if is_config_path(config):
+        p = Path(config).expanduser()
+        if not p.is_absolute():
+            p = Path(base_dir if base_dir is not None else Path.cwd()) / p
+        if p.is_file():
+            return p
+        hint = None
+        if p.parent.is_dir():
+            hint = did_you_mean(p.name, [c.name for c in p.parent.iterdir() if c.suffix in YAML_SUFFIXES])
+        raise ConfigError(f"config file not found: {config}", path=p, hint=hint)
+    d = Path(config_dir)
+    for suffix in YAML_SUFFIXES:
+        candidate = d / f"{config}{suffix}"
+        if candidate.is_file():
+            return candidate
+    if not d.is_dir():
+        raise ConfigError(f"unknown config '{config}': config directory does not exist", path=d)
+    available = list_configs(d)
+    hint = did_you_mean(config, available, listing=True) or "the directory has no .yaml configs"
+    raise ConfigError(f"unknown config '{config}'", path=d, hint=hint)
+
+
+def _defaults_line(text: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), start=1):
+        if _DEFAULTS_LINE.match(line):
+            return i
+    return None
+
+
+def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """Parse one YAML file into a dict (``{}`` when empty); returns ``(data, text)``.
+
+    Syntax errors and duplicate keys become :class:`ConfigError` with the line.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=p) from exc
+    try:
+        data = yaml.load(text, Loader=yaml_loader())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
+        raise ConfigError(f"invalid YAML: {problem}", path=p, line=line) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", path=p) from exc
+    if data is None:
+        return {}, text
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"a config must be a mapping at the top level, not a {type(data).__name__}", path=p, line=1
+        )
+    return data, text
+
+
+def _parse_defaults(value: Any, path: Path, line: int | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(
+        "'defaults' must be a config name or a list of config names",
+        path=path,
+        line=line,
+        hint="e.g. 'defaults: [base]'",
+    )
+
+
+def _create(data: dict[str, Any], path: Path) -> DictConfig:
+    try:
+        return OmegaConf.create(data)
+    except Exception as exc:  # omegaconf raises several unrelated types here
+        raise ConfigError(f"invalid config: {exc}".split("\n")[0], path=path) from exc
+
+
+def _merge(base: DictConfig, top: DictConfig, path: Path) -> DictConfig:
+    try:
+        merged = OmegaConf.merge(base, top)
+    except Exception as exc:
+        raise ConfigError(f"cannot merge config: {exc}".split("\n")[0], path=path) from exc
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
+def _load_chain(path: Path, stack: list[Path], info: LoadedConfig) -> DictConfig:
+    real = path.resolve()
+    data, text = read_yaml(path)
+    line = _defaults_line(text)
+    entries = _parse_defaults(data.pop("defaults", None), path, line)
+    own = _create(data, path)
+    layers = entries if _SELF in entries else [*entries, _SELF]
+    result = OmegaConf.create({})
+    for entry in layers:
+        if entry == _SELF:
+            result = _merge(result, own, path)
+            info.files.append(path)
+            env = (data.get("run") or {}).get("env") if isinstance(data.get("run"), dict) else None
+            if isinstance(env, dict):
+                info.env_files.update({str(k): path for k in env})
+            continue
+        try:
+            parent = resolve_config_path(entry, path.parent, base_dir=path.parent)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"unknown config '{entry}' in defaults", path=path, line=line, hint=exc.hint
+            ) from exc
+        parent_real = parent.resolve()
+        chain = [*stack, real]
+        if parent_real in chain:
+            names = [p.name for p in chain[chain.index(parent_real):]] + [parent_real.name]
+            raise ConfigError(f"defaults cycle: {' -> '.join(names)}", path=path, line=line)
+        result = _merge(result, _load_chain(parent, chain, info), path)
+    return result
+
+
+def load_config(config: str, config_dir: str | os.PathLike[str]) -> tuple[DictConfig, LoadedConfig]:
+    """Load config ``config`` (name or path) with its ``defaults:`` chain, no overrides."""
+    path = resolve_config_path(config, config_dir)
+    info = LoadedConfig(name=config, path=path)
+    cfg = _load_chain(path, [], info)
+    return cfg, info
+
+
+def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: str) -> DictConfig:
+    """Load the recipe config selected on the command line and apply its overrides.
+
+    ``ctx`` is a :class:`~nemo_runspec.cli_context.GlobalContext` (anything with
+    ``.config`` and ``.overrides``). The config is ``ctx.config`` if set, else
+    ``default_config``; see the module docstring for names, paths and
+    ``defaults:``. Interpolations are kept unresolved.
+    """
+    from nemo_runspec.config.overrides import apply_overrides
+
+    name = getattr(ctx, "config", None) or default_config
+    cfg, info = load_config(name, config_dir)
+    cfg = apply_overrides(cfg, list(getattr(ctx, "overrides", None) or []))
+    _remember(cfg, info)
+    return cfg

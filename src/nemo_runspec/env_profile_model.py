@@ -1,0 +1,209 @@
+"""Pydantic models of an env.toml profile and of its special sections.
+
+This module imports pydantic, so :mod:`nemo_runspec.env` only imports it inside
+the functions that validate (``import nemo_runspec.env`` must stay cheap for
+``nemotron --help``). The models are the single source of truth for the known
+keys: :data:`nemo_runspec.env.PROFILE_KEYS` is derived from them.
+
+Validation is strict (no "4" -> 4 coercion): a value of the wrong type is a
+mistake in env.toml and is reported, not silently converted. Errors raised by
+pydantic are turned into one-line :class:`~nemo_runspec.errors.EnvFileError`
+by :mod:`nemo_runspec.env`; cross-field checks below raise ``ValueError`` with
+a message meant for users.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+ExecutorName = Literal["local", "slurm"]
+PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
+SubPackagerName = Literal["git", "pattern"]
+
+# Slurm --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
+_SLURM_TIME = re.compile(
+    r"^(?:\d+|\d+:[0-5]?\d|\d+:[0-5]?\d:[0-5]?\d"
+    r"|\d+-(?:[01]?\d|2[0-3])(?::[0-5]?\d(?::[0-5]?\d)?)?)$"
+)
+# A container mount: src:dst or src:dst:flags, each part non-empty.
+_MOUNT = re.compile(r"^[^:]+:[^:]+(?::[^:]+)?$")
+
+SLURM_TIME_FORMATS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class SubPackager(BaseModel):
+    """One named member of a ``packager = "hybrid"`` profile (``[p.packagers.NAME]``)."""
+
+    model_config = _STRICT
+
+    packager: SubPackagerName
+    include_pattern: str | list[str] | None = None
+    relative_path: str | None = None
+    subpath: str | None = None
+
+    @model_validator(mode="after")
+    def _pattern_needs_include(self) -> SubPackager:
+        if self.packager == "pattern" and not self.include_pattern:
+            raise ValueError('a sub-packager with packager = "pattern" needs include_pattern')
+        return self
+
+
+class EnvProfileModel(BaseModel):
+    """Every key an env.toml execution profile may set.
+
+    Defaults are ``None`` (meaning "not set"); the documented defaults that
+    apply when a key is not set are in :data:`PROFILE_DEFAULTS`.
+    """
+
+    model_config = _STRICT
+
+    # profile plumbing
+    executor: ExecutorName | None = None
+    extends: str | None = None
+    description: str | None = None
+    # Slurm resources
+    account: str | None = None
+    partition: str | None = None
+    run_partition: str | None = None
+    batch_partition: str | None = None
+    nodes: int | None = Field(default=None, ge=1)
+    ntasks_per_node: int | None = Field(default=None, ge=1)
+    gpus_per_node: int | None = Field(default=None, ge=0)
+    nproc_per_node: int | None = Field(default=None, ge=1)
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    mem: str | None = None
+    time: str | None = None
+    exclusive: bool | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    exclude: str | None = None
+    gres: str | None = None
+    # container and environment
+    container_image: str | None = None
+    mounts: list[str] | None = None
+    env_vars: dict[str, str] | None = None
+    startup_commands: list[str] | None = None
+    # submission
+    retries: int | None = Field(default=None, ge=0)
+    job_name_prefix: str | None = None
+    srun_args: list[str] | None = None
+    sbatch_options: dict[str, str | int | bool] | None = None
+    dependency_type: Literal["afterok", "afterany", "afternotok", "after"] | None = None
+    # packaging
+    packager: PackagerName | None = None
+    packager_include_pattern: str | list[str] | None = None
+    packager_relative_path: str | None = None
+    packager_subpath: str | None = None
+    packagers: dict[str, SubPackager] | None = None
+    check_uncommitted: bool | None = None
+    # tunnel
+    tunnel: Literal["local", "ssh"] | None = None
+    host: str | None = None
+    user: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    identity: str | None = None
+    remote_job_dir: str | None = None
+    job_dir: str | None = None
+    # Ray
+    ray_port_base: int | None = Field(default=None, ge=1024, le=65000)
+    ray_timeout: int | None = Field(default=None, ge=1)
+    # local execution
+    local_nproc: int | None = Field(default=None, ge=1)
+    local_launcher: str | None = None
+
+    @field_validator("time")
+    @classmethod
+    def _slurm_time(cls, v: str | None) -> str | None:
+        if v is not None and not _SLURM_TIME.match(v):
+            raise ValueError(f"{v!r} is not a Slurm time limit ({SLURM_TIME_FORMATS})")
+        return v
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts(cls, v: list[str] | None) -> list[str] | None:
+        for i, m in enumerate(v or ()):
+            if not _MOUNT.match(m):
+                raise ValueError(f"entry {i} {m!r} must look like src:dst or src:dst:flags")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_field(self, info: ValidationInfo) -> EnvProfileModel:
+        # Cross-field rules only apply to the fully merged profile: a parent
+        # may leave `account` to its children.
+        if not (info.context or {}).get("complete", False):
+            return self
+        if self.executor == "slurm" and not self.account:
+            raise ValueError(
+                'executor = "slurm" requires account (nemo-run\'s SlurmExecutor needs a Slurm '
+                "account; set account = \"...\" in this profile or a profile it extends)"
+            )
+        if self.tunnel == "ssh" and not self.host:
+            raise ValueError('tunnel = "ssh" requires host (the login node to submit from)')
+        if self.packager == "hybrid" and not self.packagers:
+            raise ValueError(
+                'packager = "hybrid" requires a [PROFILE.packagers.NAME] table per sub-packager'
+            )
+        if self.packager == "pattern" and not self.packager_include_pattern:
+            raise ValueError('packager = "pattern" requires packager_include_pattern')
+        return self
+
+
+class WandbSection(BaseModel):
+    """``[wandb]``: Weights & Biases settings shared by every profile."""
+
+    model_config = _STRICT
+
+    entity: str | None = None
+    project: str | None = None
+    api_key_env: str = "WANDB_API_KEY"
+    mode: Literal["online", "offline", "disabled"] | None = None
+    tags: list[str] | None = None
+    group: str | None = None
+
+
+class ArtifactsSection(BaseModel):
+    """``[artifacts]``: where recipe outputs are registered."""
+
+    model_config = _STRICT
+
+    backend: Literal["file", "fsspec", "wandb"] | None = None
+    root: str | None = None
+
+
+class CacheSection(BaseModel):
+    """``[cache]``: caches on the submitting machine."""
+
+    model_config = _STRICT
+
+    git_dir: str | None = None
+    dir: str | None = None
+
+
+class CliSection(BaseModel):
+    """``[cli]``: CLI preferences."""
+
+    model_config = _STRICT
+
+    default_profile: str | None = None
+
+
+SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "wandb": WandbSection,
+    "artifacts": ArtifactsSection,
+    "cache": CacheSection,
+    "cli": CliSection,
+}
+
+# Documented defaults of profile keys that have one (applied by EnvProfile.get,
+# never written into EnvProfile.values, so "set" and "default" stay distinct).
+PROFILE_DEFAULTS: dict[str, object] = {
+    "executor": "local",
+    "check_uncommitted": True,
+    "tunnel": "local",
+    "dependency_type": "afterok",
+}

@@ -1,0 +1,302 @@
+"""Build nemo-run executors from an env.toml profile and a recipe runspec.
+
+Rules (see docs/execution.md for the full key-by-key table):
+
+- The runspec's ``resources`` (nodes, gpus_per_node) are defaults; profile keys win.
+- ``partition``: ``run_partition`` for ``--run``, ``batch_partition`` for
+  ``--batch``, else ``partition``.
+- ``container_image``: the profile's value, else the runspec ``image``. A profile
+  that sets ``container_image = ""`` (or ``"none"``) runs bare metal: no pyxis
+  flags, the job runs in ``<job dir>/code`` on the nodes' own Python.
+- Launch: ``torchrun`` -> nemo-run ``Torchrun`` launcher (one task per node,
+  ``--nproc-per-node`` = ``nproc_per_node`` else ``gpus_per_node``; when
+  ``gpus_per_node`` is 0 (CPU cluster) it falls back to ``nproc_per_node`` or
+  ``ntasks_per_node`` or 1); ``direct`` -> plain ``python script``; ``ray`` is
+  handled elsewhere.
+- Secrets never reach ``env_vars``: they go to a 0600 file sourced by the setup
+  lines (:mod:`nemo_runspec.secret_file`).
+- Startup commands run once per node, before the launcher, through
+  ``srun --ntasks-per-node=1 --ntasks=$SLURM_JOB_NUM_NODES``; a failure fails the job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.secrets import is_secret_name
+
+DEFAULT_TIME = "04:00:00"
+DEFAULT_JOB_NAME_PREFIX = "nemotron-"
+_DISABLED = {"", "none", "null"}
+
+
+def profile_values(env: Any) -> dict[str, Any]:
+    """The validated profile keys of ``env`` (an ``EnvProfile`` or a plain mapping)."""
+    if env is None:
+        return {}
+    values = getattr(env, "values", env)
+    if callable(values):  # a plain dict's .values method
+        values = env
+    return {k: v for k, v in dict(values).items() if v is not None}
+
+
+def job_slug(name: str) -> str:
+    """Slug a recipe name for job names: ``nano3/pretrain`` -> ``nano3-pretrain``."""
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-.").lower()
+    return slug or "job"
+
+
+def _get(obj: Any, *path: str, default: Any = None) -> Any:
+    for part in path:
+        if obj is None:
+            return default
+        if isinstance(obj, Mapping):
+            obj = obj.get(part)
+        else:
+            try:
+                obj = obj[part]
+            except Exception:
+                obj = getattr(obj, part, None)
+    return default if obj is None else obj
+
+
+def _wandb_enabled(job_config: Any) -> bool:
+    wandb = _get(job_config, "wandb")
+    if wandb is None:
+        wandb = _get(job_config, "run", "wandb")
+    if wandb is None or wandb is False:
+        return False
+    if isinstance(wandb, bool):
+        return wandb
+    enabled = _get(wandb, "enabled")
+    if enabled is not None:
+        return bool(enabled)
+    return bool(_get(wandb, "project"))
+
+
+def _needs_hf(job_config: Any, merged: Mapping[str, str]) -> bool:
+    text = repr(job_config)
+    return "hf://" in text or "huggingface" in text.lower() or "HF_HOME" in merged
+
+
+def build_env_vars(
+    job_config: Any, env: Any, *, runspec: Any = None, environ: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Environment of the job, split into ``(plain, secrets)``.
+
+    Merge order (later wins): runspec ``env`` < profile ``env_vars``. W&B settings
+    (``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_NAME``) are added only when the
+    job config enables wandb; ``WANDB_API_KEY`` is forwarded from the user's
+    environment only then. ``HF_TOKEN`` is forwarded from the user's environment
+    when it is set and the job refers to Hugging Face (an ``hf://`` path, a
+    ``huggingface`` name, or ``HF_HOME`` in the env). No network call is made.
+    Every entry whose name looks secret (:func:`is_secret_name`) goes to ``secrets``.
+    """
+    environ = os.environ if environ is None else environ
+    values = profile_values(env)
+    merged: dict[str, str] = {}
+    if runspec is not None:
+        merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
+    merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
+
+    if _wandb_enabled(job_config):
+        wandb = _get(job_config, "wandb") or _get(job_config, "run", "wandb")
+        for key, var in (("project", "WANDB_PROJECT"), ("entity", "WANDB_ENTITY"),
+                         ("name", "WANDB_NAME")):
+            val = _get(wandb, key) if not isinstance(wandb, bool) else None
+            if val is not None and var not in merged:
+                merged[var] = str(val)
+        if environ.get("WANDB_API_KEY") and "WANDB_API_KEY" not in merged:
+            merged["WANDB_API_KEY"] = environ["WANDB_API_KEY"]
+    if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
+        merged["HF_TOKEN"] = environ["HF_TOKEN"]
+
+    plain = {k: v for k, v in merged.items() if not is_secret_name(k)}
+    secrets = {k: v for k, v in merged.items() if is_secret_name(k)}
+    return plain, secrets
+
+
+def get_startup_commands(env: Any) -> list[str]:
+    """The profile's ``startup_commands`` (a string is one command)."""
+    cmds = profile_values(env).get("startup_commands") or []
+    if isinstance(cmds, str):
+        cmds = [cmds]
+    return [str(c) for c in cmds if str(c).strip()]
+
+
+def per_node_setup(startup_commands: Sequence[str]) -> str:
+    """sbatch lines running ``startup_commands`` once on every node of the job."""
+    if not startup_commands:
+        return ""
+    body = " && ".join(f"( {c} )" for c in startup_commands)
+    return (
+        "srun --ntasks-per-node=1 --ntasks=$SLURM_JOB_NUM_NODES --kill-on-bad-exit=1 "
+        f"bash -c {shlex.quote(body)} "
+        "|| { echo 'nemotron: startup commands failed' >&2; exit 1; }"
+    )
+
+
+def _container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
+    if "container_image" in values:
+        image = values["container_image"]
+        if image is None or str(image).strip().lower() in _DISABLED:
+            return None
+        return str(image)
+    image = getattr(runspec, "image", None) if runspec is not None else None
+    return image or None
+
+
+def _launch(runspec: Any) -> str:
+    launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
+    return "direct" if launch == "python" else launch
+
+
+def resolve_resources(values: Mapping[str, Any], runspec: Any) -> tuple[int, int]:
+    """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0)."""
+    res = getattr(runspec, "resources", None)
+    nodes = values.get("nodes", getattr(res, "nodes", 1) if res is not None else 1)
+    gpus = values.get("gpus_per_node", getattr(res, "gpus_per_node", 0) if res is not None else 0)
+    return int(nodes), int(gpus or 0)
+
+
+def _partition(values: Mapping[str, Any], mode: str) -> str | None:
+    if mode == "run" and values.get("run_partition"):
+        return values["run_partition"]
+    if mode == "batch" and values.get("batch_partition"):
+        return values["batch_partition"]
+    return values.get("partition")
+
+
+def create_executor(
+    *,
+    env: Any,
+    mode: str,
+    job_name: str,
+    runspec: Any,
+    env_vars: Mapping[str, str],
+    packager: Any,
+    startup_commands: Sequence[str] | None = None,
+    job_dir: str | os.PathLike[str] | None = None,
+    secret_file: str | None = None,
+    dependencies: Sequence[str] | None = None,
+    tunnel: Any = None,
+) -> Any:
+    """Build a ``nemo_run.SlurmExecutor`` (or ``LocalExecutor``) for one job.
+
+    ``env_vars`` must be the *plain* variables only (see :func:`build_env_vars`);
+    ``secret_file`` is the path of the secrets file as seen by the job, sourced
+    and deleted by the setup lines. ``job_dir`` is the local Experiment base dir
+    used to derive a local tunnel's job dir; pass ``tunnel`` to reuse one.
+    ``dependencies`` are Slurm job ids this job must wait for
+    (``dependency_type``, default ``afterok``).
+    """
+    import nemo_run as run
+
+    values = profile_values(env)
+    for name in env_vars:
+        if is_secret_name(name):
+            raise ExecutionError(
+                f"secret {name} passed as a plain env var",
+                hint="pass secrets through build_env_vars()/secret_file, never env_vars",
+            )
+    launch = _launch(runspec)
+    if launch == "ray":
+        raise ExecutionError("ray launch: not yet", hint="use the Ray execution path")
+    if launch not in ("torchrun", "direct"):
+        raise ExecutionError(f"unknown launch {launch!r}", hint="torchrun, ray or direct")
+
+    nodes, gpus = resolve_resources(values, runspec)
+    ntasks = int(values.get("ntasks_per_node") or 1)
+    nproc = values.get("nproc_per_node") or (gpus if gpus > 0 else ntasks)
+    launcher = run.Torchrun() if launch == "torchrun" else None
+    executor_kind = values.get("executor") or "local"
+    startup = list(startup_commands if startup_commands is not None else get_startup_commands(env))
+
+    if executor_kind == "local":
+        return run.LocalExecutor(
+            launcher=launcher,
+            ntasks_per_node=int(nproc) if launch == "torchrun" else 1,
+            env_vars=dict(env_vars),
+        )
+    if executor_kind != "slurm":
+        raise ExecutionError(f"unknown executor {executor_kind!r}", key="executor",
+                             hint="use \"local\" or \"slurm\"")
+    if not values.get("account"):
+        raise ExecutionError("the slurm executor needs `account`", key="account",
+                             hint="add account = \"...\" to the env.toml profile")
+
+    from nemo_runspec.tunnels import build_tunnel
+
+    if tunnel is None:
+        from nemo_runspec.slurm import default_base_dir
+
+        tunnel = build_tunnel(values, base_dir=job_dir or default_base_dir(values))
+
+    setup: list[str] = []
+    if secret_file:
+        from nemo_runspec.secret_file import source_snippet
+
+        setup.append(source_snippet(secret_file))
+    if startup:
+        setup.append(per_node_setup(startup))
+
+    executor = run.SlurmExecutor(
+        account=str(values["account"]),
+        partition=_partition(values, mode),
+        job_name_prefix=values.get("job_name_prefix", DEFAULT_JOB_NAME_PREFIX),
+        time=str(values.get("time") or DEFAULT_TIME),
+        nodes=nodes,
+        ntasks_per_node=ntasks,
+        cpus_per_task=values.get("cpus_per_task"),
+        gpus_per_node=gpus if gpus > 0 else None,
+        qos=values.get("qos"),
+        mem=values.get("mem"),
+        constraint=values.get("constraint"),
+        exclude=values.get("exclude"),
+        gres=values.get("gres"),
+        exclusive=values.get("exclusive") or None,
+        container_image=_container_image(values, runspec),
+        container_mounts=list(values.get("mounts") or []),
+        additional_parameters=dict(values.get("sbatch_options") or {}) or None,
+        srun_args=list(values.get("srun_args") or []) or None,
+        dependencies=[],
+        dependency_type=str(values.get("dependency_type") or "afterok"),
+        setup_lines="\n".join(setup) or None,
+        tunnel=tunnel,
+        packager=packager,
+        launcher=launcher,
+        env_vars={k: shell_value(v) for k, v in env_vars.items()},
+        retries=int(values.get("retries") or 0),
+        poll_estimated_start_time=False,
+    )
+    if launch == "torchrun":
+        executor.torchrun_nproc_per_node = int(nproc)
+    if dependencies:
+        executor.dependencies = [_as_handle(d) for d in dependencies]
+    return executor
+
+
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./:,@%+=${}\-]*")
+
+
+def shell_value(value: Any) -> str:
+    """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line.
+
+    Plain words (and ``$VAR`` references) stay as they are; anything else is
+    double-quoted so spaces and shell characters survive but ``$VAR`` still expands.
+    """
+    text = str(value)
+    if _SHELL_SAFE.fullmatch(text):
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    return f'"{escaped}"'
+
+
+def _as_handle(job_id: str) -> str:
+    """nemo-run expects TorchX handles for dependencies; wrap a bare Slurm job id."""
+    return job_id if "://" in str(job_id) else f"slurm_tunnel://nemo_run/{job_id}"

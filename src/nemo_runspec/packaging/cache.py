@@ -1,0 +1,149 @@
+"""Archive cache: ``$NEMOTRON_HOME/cache/packages/<fingerprint>.tar.gz``.
+
+A packager computes a cheap *fingerprint* of its input (for git: commit +
+subpath; for code: HEAD + ``git status --porcelain=v2`` + content hashes of the
+dirty files). If ``<fingerprint>.tar.gz`` and its ``<fingerprint>.json`` plan
+exist, the archive is reused; otherwise it is built and stored. Entries are
+written atomically and the oldest are pruned beyond :data:`MAX_ENTRIES`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from nemo_runspec.packaging.manifest import FORMAT_VERSION, PackagingPlan
+
+#: How many archives the cache keeps (least recently used are removed first).
+MAX_ENTRIES = 24
+
+
+def nemotron_home() -> Path:
+    """``$NEMOTRON_HOME`` or ``~/.nemotron``."""
+    return Path(os.environ.get("NEMOTRON_HOME") or Path.home() / ".nemotron").expanduser()
+
+
+def cache_dir(override: str | Path | None = None) -> Path:
+    """The package cache directory (``override`` wins over ``$NEMOTRON_HOME``)."""
+    return Path(override).expanduser() if override else nemotron_home() / "cache" / "packages"
+
+
+def fingerprint(*parts: str | bytes) -> str:
+    """sha256 over the given parts (and the archive format version)."""
+    h = hashlib.sha256(f"nemotron-package-v{FORMAT_VERSION}\0".encode())
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def lookup(fp: str, directory: Path) -> PackagingPlan | None:
+    """The cached plan for ``fp`` when its archive is present and intact-looking."""
+    archive = directory / f"{fp}.tar.gz"
+    meta = directory / f"{fp}.json"
+    try:
+        plan = PackagingPlan.from_dict(json.loads(meta.read_text()))
+        st = archive.stat()
+    except (OSError, ValueError, TypeError):
+        return None
+    if plan.archive_size != st.st_size or plan.format_version != FORMAT_VERSION:
+        return None
+    try:
+        os.utime(meta)  # mark as recently used
+    except OSError:
+        pass
+    plan.archive_path = str(archive)
+    return plan
+
+
+def store_meta(fp: str, directory: Path, plan: PackagingPlan) -> None:
+    """Record the plan of a freshly built ``<fp>.tar.gz`` (atomic), then prune."""
+    plan.write_json(directory / f"{fp}.json")
+    prune(directory)
+
+
+def prune(directory: Path, keep: int = MAX_ENTRIES) -> None:
+    """Drop the least recently used entries beyond ``keep``."""
+    try:
+        metas = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for meta in metas[keep:]:
+        for suffix in (".json", ".tar.gz", ".diff"):
+            meta.with_name(meta.name[: -len(".json")] + suffix).unlink(missing_ok=True)
+
+
+def place(src: Path, dst: Path) -> None:
+    """Put ``src`` at ``dst``: a hard link when possible, else a copy (atomic either way)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def build_cached(
+    fp: str,
+    out_path: Path,
+    build,
+    *,
+    use_cache: bool = True,
+    directory: str | Path | None = None,
+) -> PackagingPlan:
+    """Return the plan for ``fp``, building the archive only on a cache miss.
+
+    ``build(target: Path) -> PackagingPlan`` writes the archive to ``target``
+    and returns its plan (with ``archive_sha256``/``archive_size`` set). The
+    result always ends up at ``out_path``; ``plan.cached`` tells whether the
+    cache served it.
+    """
+    out_path = Path(out_path)
+    if not use_cache:
+        plan = build(out_path)
+        plan.fingerprint = fp
+        plan.archive_path = str(out_path)
+        return plan
+    d = cache_dir(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    hit = lookup(fp, d)
+    if hit is not None:
+        place(Path(hit.archive_path or ""), out_path)
+        diff = d / f"{fp}.diff"
+        if hit.diff_path and diff.exists():
+            place(diff, _diff_next_to(out_path))
+            hit.diff_path = str(_diff_next_to(out_path))
+        else:
+            hit.diff_path = None
+        hit.cached = True
+        hit.archive_path = str(out_path)
+        return hit
+    target = d / f"{fp}.tar.gz"
+    plan = build(target)
+    plan.fingerprint = fp
+    plan.archive_path = str(target)
+    cache_diff = d / f"{fp}.diff"
+    if plan.diff_path:
+        if Path(plan.diff_path) != cache_diff:
+            place(Path(plan.diff_path), cache_diff)
+        plan.diff_path = str(cache_diff)
+    else:
+        cache_diff.unlink(missing_ok=True)
+    store_meta(fp, d, plan)
+    place(target, out_path)
+    plan.archive_path = str(out_path)
+    if plan.diff_path:
+        out_diff = _diff_next_to(out_path)
+        place(cache_diff, out_diff)
+        plan.diff_path = str(out_diff)
+    plan.cached = False
+    return plan
+
+
+def _diff_next_to(archive: Path) -> Path:
+    return archive.with_name(archive.name.removesuffix(".tar.gz") + ".diff")

@@ -1,0 +1,70 @@
+"""Deliver secret environment variables to a Slurm job without writing their values
+into the sbatch script, the job's logs or ``env_vars``.
+
+Mechanism: the values go into a mode-0600 file inside the job directory (written
+locally with ``O_EXCL``, or uploaded over SFTP and chmod-ed to 0600 before any byte
+is written). The sbatch script only contains :func:`source_snippet`, which turns
+shell tracing off (the nemo-run template runs ``set -evx``), sources the file with
+``set -a`` so every entry is exported to the job's ``srun`` steps, deletes the file
+and turns tracing back on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ExecutionError
+
+SECRET_FILE_NAME = ".nemotron-secrets.env"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def render_secret_file(secrets: Mapping[str, Any]) -> str:
+    """Shell text assigning every secret (``NAME='value'`` lines, values quoted)."""
+    lines = []
+    for name, value in secrets.items():
+        if not _NAME.match(name):
+            raise ExecutionError(f"invalid environment variable name {name!r} for a secret")
+        lines.append(f"{name}={shlex.quote(str(value))}")
+    return "\n".join(lines) + "\n"
+
+
+def write_secret_file(path: str | os.PathLike[str], secrets: Mapping[str, Any]) -> Path:
+    """Create ``path`` with mode 0600 (never readable by others, even briefly)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(render_secret_file(secrets))
+    os.chmod(path, 0o600)  # in case umask tightened/loosened nothing odd
+    return path
+
+
+def upload_secret_file(sftp: Any, remote_path: str, secrets: Mapping[str, Any]) -> None:
+    """Upload the secrets file over a paramiko ``SFTPClient`` with mode 0600.
+
+    The file is created empty, chmod-ed to 0600, and only then written.
+    """
+    with sftp.open(remote_path, "w") as f:
+        f.chmod(0o600)
+        f.write(render_secret_file(secrets).encode())
+    sftp.chmod(remote_path, 0o600)
+
+
+def source_snippet(remote_path: str) -> str:
+    """Shell line for the sbatch setup: source and delete the file with tracing off."""
+    q = shlex.quote(remote_path)
+    return (
+        "{ set +vx; } 2>/dev/null; "
+        f"if [ -f {q} ]; then set -a; . {q}; set +a; rm -f {q}; "
+        f"else echo 'nemotron: secrets file {remote_path} is missing' >&2; fi; "
+        "set -vx"
+    )

@@ -1,0 +1,171 @@
+"""``nemotron runspec``: inspect and check the ``[tool.runspec]`` blocks of recipe scripts.
+
+Commands:
+
+- ``show SCRIPT`` prints the resolved metadata (``--json`` for machines).
+- ``validate PATH...`` checks files and directories (recursively, every ``*.py``
+  that carries a ``# /// script`` block); one ``path:line: problem (hint)`` line
+  per problem, a summary line, exit 1 when anything is invalid.
+- ``schema`` prints the JSON Schema of the table.
+
+Module-level imports stay light (no rich, no nemo_run) so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nemo_runspec.errors import NemoRunspecError
+
+app = typer.Typer(
+    name="runspec",
+    help="Inspect and validate the \\[tool.runspec] metadata of recipe scripts.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+#: Directory names never searched by ``validate``.
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+_OPENER = "# /// script"
+
+
+def _debug() -> bool:
+    return os.environ.get("NEMOTRON_DEBUG", "") not in ("", "0", "false")
+
+
+def _fail(exc: NemoRunspecError) -> None:
+    if _debug():
+        raise exc
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def show(
+    script: Annotated[Path, typer.Argument(help="Recipe script with a '# /// script' block.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the resolved fields as JSON.")
+    ] = False,
+) -> None:
+    r"""Show the resolved \[tool.runspec] fields of SCRIPT, including its config dir."""
+    from nemo_runspec import parse
+    from nemo_runspec.secrets import redact
+
+    try:
+        spec = parse(script)
+    except NemoRunspecError as exc:
+        _fail(exc)
+        return
+    data = spec.to_dict()
+    data["env"] = redact(data["env"])
+    data["config_dir_exists"] = spec.config_dir.is_dir()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def fmt(value: object) -> str:
+        return "[dim]-[/dim]" if value is None else escape(str(value))
+
+    table = Table(title=escape(f"runspec: {spec.name}"), show_header=True, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    table.add_row("script", fmt(spec.script_path))
+    table.add_row("schema", fmt(spec.schema))
+    table.add_row("name", fmt(spec.name))
+    table.add_row("docs", fmt(spec.docs))
+    table.add_row("image", fmt(spec.image))
+    table.add_row("setup", fmt(spec.setup))
+    for section in ("run", "config", "resources"):
+        for key, value in data[section].items():
+            table.add_row(f"{section}.{key}", fmt(value))
+    exists = "[green]exists[/green]" if data["config_dir_exists"] else "[red]missing[/red]"
+    table.add_row("config_dir", f"{fmt(spec.config_dir)} ({exists})")
+    if data["env"]:
+        for key, value in data["env"].items():
+            table.add_row(f"env.{escape(key)}", fmt(value))
+    else:
+        table.add_row("env", "[dim]-[/dim]")
+    Console(soft_wrap=False).print(table)
+
+
+def _has_block(path: Path) -> bool:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    if b"# /// script" not in raw:
+        return False
+    from nemo_runspec._parser import _split_lines
+
+    return _OPENER in _split_lines(raw.decode("utf-8", errors="replace"))
+
+
+def _discover(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS
+        )
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                candidate = Path(dirpath) / name
+                if _has_block(candidate):
+                    yield candidate
+
+
+@app.command()
+def validate(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Scripts or directories; directories are searched recursively for *.py "
+            "files that contain a '# /// script' block."
+        ),
+    ],
+) -> None:
+    r"""Check \[tool.runspec] blocks; one 'path:line: problem (hint)' line per problem."""
+    from nemo_runspec._parser import collect_errors
+
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        for p in missing:
+            typer.echo(f"error: {p}: no such file or directory", err=True)
+        raise typer.Exit(2)
+
+    checked = invalid = 0
+    seen: set[str] = set()
+    for given in paths:
+        files = _discover(given) if given.is_dir() else iter([given])
+        for path in files:
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            checked += 1
+            errors = collect_errors(path)
+            if errors:
+                invalid += 1
+                for exc in errors:
+                    typer.echo(str(exc))
+    typer.echo(f"{checked} files checked, {invalid} invalid")
+    if invalid:
+        raise typer.Exit(1)
+
+
+@app.command()
+def schema() -> None:
+    r"""Print the JSON Schema (draft 2020-12) of the \[tool.runspec] table."""
+    from nemo_runspec._schema import runspec_json_schema
+
+    json.dump(runspec_json_schema(), sys.stdout, indent=2)
+    sys.stdout.write("\n")

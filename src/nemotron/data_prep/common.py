@@ -1,0 +1,137 @@
+"""Shared plumbing for the three data-prep kinds: config access, planning, finishing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ConfigError
+
+from .paths import resolve_path
+from .report import check_bad_fraction, format_bad_summary, merge_bad, write_json
+from .sharding import Shard, plan_shards
+from .sources import InputFile, expand_inputs, scan_input
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A plain, resolved dict from a DictConfig or mapping (the ``run:`` section dropped)."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    data = json.loads(json.dumps(dict(cfg), default=str))
+    data.pop("run", None)
+    return data
+
+
+def get(cfg: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """``cfg["a"]["b"]`` for ``"a.b"``, or ``default`` when missing or null."""
+    cur: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or cur.get(part) is None:
+            return default
+        cur = cur[part]
+    return cur
+
+
+def config_hash(cfg: Mapping[str, Any]) -> str:
+    """sha256 of the config minus keys that do not change the output (workers, publish)."""
+    relevant = {k: v for k, v in cfg.items() if k not in ("workers", "publish", "run")}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def default_output_dir(name: str) -> str:
+    """``$NEMOTRON_HOME/data/<name>`` (``NEMOTRON_HOME`` defaults to ``~/.nemotron``)."""
+    home = os.environ.get("NEMOTRON_HOME") or os.path.expanduser("~/.nemotron")
+    return os.path.join(home, "data", name)
+
+
+@dataclass
+class Plan:
+    """Everything decided before any shard runs."""
+
+    kind: str
+    cfg: dict[str, Any]
+    out_dir: Path
+    files: list[InputFile]
+    shards: list[Shard]
+    workers: int | None
+    t0: float = field(default_factory=time.perf_counter)
+
+
+def make_plan(cfg: Mapping[str, Any], kind: str, default_name: str) -> Plan:
+    """Resolve paths, scan inputs and cut shards."""
+    c = to_dict(cfg)
+    base = c.get("data_root")
+    paths = get(c, "input.paths")
+    if paths is None:
+        raise ConfigError("no input paths configured", key="input.paths", hint="set input.paths: [file.jsonl, ...]")
+    urls = expand_inputs(paths, base)
+    fmt = get(c, "input.format", "auto")
+    files = [scan_input(u, fmt) for u in urls]
+    out_dir = Path(resolve_path(c.get("output_dir") or default_output_dir(default_name)))
+    workers = c.get("workers")
+    if workers is not None and int(workers) < 0:
+        raise ConfigError(f"workers must be >= 0, got {workers}", key="workers")
+    sample = c.get("sample")
+    shards = plan_shards(files, int(c.get("num_shards") or 1), int(sample) if sample is not None else None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Plan(kind=kind, cfg=c, out_dir=out_dir, files=files, shards=shards,
+                workers=None if workers is None else int(workers))
+
+
+def remove_stale(out_dir: Path, keep: set[str], patterns: tuple[str, ...]) -> list[str]:
+    """Delete files matching ``patterns`` under ``out_dir`` that are not in ``keep`` (leftovers of older runs)."""
+    removed = []
+    for pat in patterns:
+        for p in sorted(out_dir.glob(pat)):
+            rel = p.relative_to(out_dir).as_posix()
+            if rel not in keep and p.is_file():
+                p.unlink()
+                removed.append(rel)
+    return removed
+
+
+def finish(plan: Plan, results: list[dict], summary: dict[str, Any], *, stream: Any = None) -> dict[str, Any]:
+    """Write report.json, print the summary, enforce ``max_bad_fraction`` and publish."""
+    import sys
+
+    stream = stream or sys.stdout
+    records = sum(int(r.get("records", 0)) for r in results)
+    bad = merge_bad([r.get("bad", {}) for r in results])
+    report = {
+        "kind": plan.kind,
+        "records": records,
+        "blank_lines": sum(int(r.get("blank_lines", 0)) for r in results),
+        "bad": bad,
+        "bad_fraction": round(bad["total"] / records, 6) if records else 0.0,
+        "max_bad_fraction": plan.cfg.get("max_bad_fraction"),
+        "shards": [
+            {k: v for k, v in r.items() if k not in ("bad", "seconds", "outputs")} | {"shard": i}
+            for i, r in enumerate(results)
+        ],
+    }
+    report_path = plan.out_dir / "report.json"
+    write_json(report_path, report)
+    elapsed = time.perf_counter() - plan.t0
+    summary = {**summary, "records": records, "bad_records": bad["total"], "output_dir": str(plan.out_dir)}
+    tokens = int(summary.get("tokens", 0))
+    print(f"[{plan.kind}] done in {elapsed:.1f}s: {records:,} records, {len(results)} shards"
+          + (f", {tokens:,} tokens ({tokens / max(elapsed, 1e-9):,.0f} tok/s)" if tokens else ""), file=stream)
+    for line in format_bad_summary(bad, records):
+        print(f"[{plan.kind}] {line}", file=stream)
+    print(f"[{plan.kind}] output: {plan.out_dir}  (report: {report_path})", file=stream, flush=True)
+    check_bad_fraction(records, bad["total"], plan.cfg.get("max_bad_fraction"), report_path=report_path)
+    from .publish import publish_output
+
+    publish_output(plan.cfg, plan.out_dir, summary)
+    return summary

@@ -1,0 +1,1 @@
+"""Runtime layer: recipe scripts (with ``[tool.runspec]`` blocks) and their configs."""

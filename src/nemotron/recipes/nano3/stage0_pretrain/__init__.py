@@ -1,0 +1,1 @@
+"""Nano3 stage0_pretrain recipe scripts and configs."""

@@ -1,0 +1,1 @@
+"""Nano3 stage1_sft recipe scripts and configs."""

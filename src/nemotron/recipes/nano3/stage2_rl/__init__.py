@@ -1,0 +1,1 @@
+"""Nano3 stage2_rl recipe scripts and configs."""
