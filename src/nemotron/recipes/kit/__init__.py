@@ -1,0 +1,1 @@
+"""Kit recipes: utilities that run on the cluster (preflight checks)."""

@@ -1,0 +1,215 @@
+# /// script
+# [tool.runspec]
+# schema = "1"
+# name = "kit/preflight"
+# docs = "Checks a profile before anyone spends GPU-hours on it: rendezvous, all-reduce, GPUs, memory, mounts, env."
+#
+# [tool.runspec.run]
+# launch = "torchrun"
+#
+# [tool.runspec.config]
+# dir = "./config/preflight"
+# default = "default"
+#
+# [tool.runspec.resources]
+# nodes = 1
+# gpus_per_node = 0
+# ///
+"""Preflight: prove that a profile's nodes can train together, before a real job does.
+
+Every rank joins one process group (NCCL with GPUs, gloo without), runs an
+all-reduce whose answer is known, and checks its node: GPU visibility, free GPU
+and host memory, that the job dir and every configured path is readable and
+writable, and that required environment variables are present (their values are
+never printed). Rank 0 gathers every report, prints a per-node table, writes
+``preflight.json`` and everyone exits non-zero if anything failed.
+
+Run under torchrun (``nemotron kit preflight`` does that) or, for a single
+process, plainly: ``python preflight.py --config config/preflight/default.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _load_config(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return data.get("preflight", data)
+
+
+def _host_memory_gib() -> tuple[float, float]:
+    info: dict[str, int] = {}
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, value = line.split(":", 1)
+            info[key] = int(value.split()[0]) * 1024
+    except OSError:
+        return 0.0, 0.0
+    gib = 1024**3
+    return info.get("MemTotal", 0) / gib, info.get("MemAvailable", 0) / gib
+
+
+def _gpu_report(torch) -> dict[str, Any]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not torch.cuda.is_available():
+        return {"cuda": False, "visible_devices": visible, "count": 0, "devices": []}
+    devices = []
+    for i in range(torch.cuda.device_count()):
+        free, total = torch.cuda.mem_get_info(i)
+        devices.append({
+            "index": i,
+            "name": torch.cuda.get_device_name(i),
+            "free_gib": round(free / 1024**3, 2),
+            "total_gib": round(total / 1024**3, 2),
+        })
+    return {"cuda": True, "visible_devices": visible, "count": len(devices), "devices": devices}
+
+
+def _check_path(path: str) -> tuple[bool, str]:
+    p = Path(os.path.expandvars(os.path.expanduser(path)))
+    if not p.exists():
+        return False, "missing"
+    if not os.access(p, os.R_OK):
+        return False, "not readable"
+    if p.is_dir():
+        try:
+            with tempfile.NamedTemporaryFile(dir=p, prefix=".preflight-", delete=True) as f:
+                f.write(b"ok")
+                f.flush()
+                if Path(f.name).read_bytes() != b"ok":
+                    return False, "write did not read back"
+        except OSError as exc:
+            return False, f"not writable ({exc.strerror})"
+    return True, "ok"
+
+
+def _local_checks(cfg: dict[str, Any], torch) -> dict[str, Any]:
+    total, available = _host_memory_gib()
+    gpu = _gpu_report(torch)
+    failures: list[str] = []
+    expected_gpus = cfg.get("expect_gpus_per_node")
+    if expected_gpus is not None and gpu["count"] != int(expected_gpus):
+        failures.append(f"expected {expected_gpus} GPU(s), see {gpu['count']}")
+    min_free = cfg.get("min_free_gpu_gib")
+    if min_free is not None:
+        for d in gpu["devices"]:
+            if d["free_gib"] < float(min_free):
+                failures.append(f"GPU {d['index']} has {d['free_gib']} GiB free < {min_free}")
+    paths = {}
+    job_dir = cfg.get("job_dir") or os.environ.get("NEMOTRON_JOB_DIR") or os.getcwd()
+    for path in [job_dir, *cfg.get("paths", [])]:
+        ok, why = _check_path(str(path))
+        paths[str(path)] = why
+        if not ok:
+            failures.append(f"{path}: {why}")
+    env = {}
+    for name in cfg.get("require_env", []):
+        present = bool(os.environ.get(name))
+        env[name] = "present" if present else "MISSING"
+        if not present:
+            failures.append(f"env var {name} is not set")
+    return {
+        "host": socket.gethostname(),
+        "node": os.environ.get("SLURMD_NODENAME") or os.environ.get("SLURM_NODEID") or socket.gethostname(),
+        "host_mem_total_gib": round(total, 1),
+        "host_mem_free_gib": round(available, 1),
+        "gpu": gpu,
+        "paths": paths,
+        "env": env,
+        "failures": failures,
+    }
+
+
+def _table(reports: list[dict[str, Any]], expected_sum: float, got_sum: float, seconds: float) -> str:
+    rows = [("rank", "node", "host", "GPUs", "GPU free GiB", "host free GiB", "paths", "env", "status")]
+    for r in reports:
+        gpus = r["gpu"]
+        free = ",".join(str(d["free_gib"]) for d in gpus["devices"]) or "-"
+        paths_ok = sum(1 for v in r["paths"].values() if v == "ok")
+        env_ok = sum(1 for v in r["env"].values() if v == "present")
+        rows.append((
+            str(r["rank"]), str(r["node"]), r["host"], str(gpus["count"]), free,
+            str(r["host_mem_free_gib"]), f"{paths_ok}/{len(r['paths'])}",
+            f"{env_ok}/{len(r['env'])}", "OK" if not r["failures"] else "FAIL",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append(f"all-reduce: expected {expected_sum:g}, got {got_sum:g} ({seconds:.2f}s incl. rendezvous)")
+    for r in reports:
+        for f in r["failures"]:
+            lines.append(f"FAIL rank {r['rank']} ({r['node']}): {f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="YAML config (the CLI passes the job's train config)")
+    parser.add_argument("--timeout", type=float, default=None, help="rendezvous timeout, seconds")
+    args, _unknown = parser.parse_known_args(argv)
+    cfg = _load_config(args.config)
+
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if "MASTER_ADDR" not in os.environ:  # plain `python preflight.py`: a group of one
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    timeout = dt.timedelta(seconds=args.timeout or float(cfg.get("timeout_s", 300)))
+
+    t0 = time.monotonic()
+    dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=timeout)
+    device = torch.device("cuda") if backend == "nccl" else torch.device("cpu")
+    value = torch.tensor([float(rank + 1)], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.SUM)
+    expected = world * (world + 1) / 2
+    got = float(value.item())
+    seconds = time.monotonic() - t0
+
+    report = _local_checks(cfg, torch)
+    report.update({"rank": rank, "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+                   "world_size": world, "backend": backend})
+    if abs(got - expected) > 1e-6:
+        report["failures"].append(f"all-reduce returned {got:g}, expected {expected:g}")
+
+    gathered: list[Any] = [None] * world
+    dist.all_gather_object(gathered, report)
+    failed = any(r["failures"] for r in gathered)
+    if rank == 0:
+        print(_table(gathered, expected, got, seconds), flush=True)
+        out = Path(cfg.get("report_path") or "preflight.json")
+        try:
+            out.write_text(json.dumps({"ok": not failed, "world_size": world, "backend": backend,
+                                       "allreduce": {"expected": expected, "got": got},
+                                       "ranks": gathered}, indent=2))
+        except OSError:
+            pass
+        print(f"preflight {'FAILED' if failed else 'passed'}: {world} rank(s) on "
+              f"{len({r['node'] for r in gathered})} node(s), backend {backend}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
