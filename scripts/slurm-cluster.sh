@@ -60,12 +60,19 @@ fail() {
   exit 1
 }
 
-# pid_of NAME: print the pid recorded in $RUN/NAME.pid if that process is alive.
+# pid_of NAME: print the pid recorded in $RUN/NAME.pid if that process is alive and is
+# still the program we started (guards against a recycled pid).
 pid_of() {
-  local f="$RUN/$1.pid" pid
+  local f="$RUN/$1.pid" pid pat
   [ -s "$f" ] || return 1
   pid="$(tr -dc '0-9' <"$f")"
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  case "$1" in
+    mysqld) pat='mariadbd|mysqld' ;;
+    slurmd-*) pat='slurmd' ;;
+    *) pat="$1" ;;
+  esac
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE "$pat" || return 1
   echo "$pid"
 }
 
@@ -86,6 +93,18 @@ wait_for() {
 start_bg() {
   local logfile="$1"; shift
   setsid "$@" </dev/null >>"$logfile" 2>&1 &
+}
+
+# The daemons bind to the address the host name resolves to: make sure it is loopback.
+check_hostname() {
+  local addr
+  addr="$(getent hosts "$HOST" | awk '{print $1; exit}')"
+  if [ -z "$addr" ]; then
+    say "host name $HOST does not resolve: adding '127.0.1.1 $HOST' to /etc/hosts"
+    echo "127.0.1.1 $HOST" >>/etc/hosts
+  elif [[ "$addr" != 127.* ]]; then
+    say "WARNING: $HOST resolves to $addr, not loopback: slurmctld and slurmdbd will listen there"
+  fi
 }
 
 need_root() {
@@ -195,6 +214,7 @@ EOF
   ln -sfn "$DB_DIR/run/mysqld.pid" "$RUN/mysqld.pid"
   say "mariadb: starting mysqld_safe on 127.0.0.1:$DB_PORT"
   start_bg "$LOG/mysqld_safe.out" mysqld_safe --defaults-file="$DB_CNF"
+  echo $! >"$RUN/mysqld_safe.pid"
   wait_for 60 mariadb db_ok || fail "mariadb did not come up" "$LOG/mysqld.log" "$LOG/mysqld_safe.out"
   local pass
   pass="$(cat "$DB_PASS_FILE")"
@@ -245,7 +265,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CryptoType=crypto/munge
-CommunicationParameters=NoInAddrAny
+CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -280,12 +300,17 @@ NodeName=$nodelist NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$SLURMD_PORT_FIRST
 PartitionName=debug Nodes=$nodelist Default=YES MaxTime=INFINITE State=UP
 PartitionName=batch Nodes=$nodelist Default=NO MaxTime=INFINITE State=UP"
   write_if_changed "$SLURM_CONF" 0644 "$slurm_conf" && CONF_CHANGED=1
+  # gres/gpu needs device files; empty regular files stand in for them.
+  install -d -m 0755 "$STATE/fakegpu"
+  local i
+  for ((i = 0; i < FAKE_GPUS_PER_NODE; i++)); do touch "$STATE/fakegpu/nvidia$i"; done
   write_if_changed "$GRES_CONF" 0644 "$MANAGED_MARK
-NodeName=$nodelist Name=gpu Count=$FAKE_GPUS_PER_NODE" && CONF_CHANGED=1
+NodeName=$nodelist Name=gpu File=$STATE/fakegpu/nvidia[0-$((FAKE_GPUS_PER_NODE - 1))]" && CONF_CHANGED=1
 
   local dbd_conf
   dbd_conf="$MANAGED_MARK
 AuthType=auth/munge
+CommunicationParameters=NoInAddrAny
 DbdHost=$HOST
 DbdAddr=127.0.0.1
 DbdPort=$DBD_PORT
@@ -406,18 +431,22 @@ nodes_ready() {
 sacct_ok() { sacct -n -X -a -S now-1minutes >/dev/null 2>&1; }
 
 wait_slurm_ready() {
+  LAST_RESUME=0
   wait_for "$TIMEOUT" nodes wait_nodes_ready_or_resume \
-    || fail "nodes did not become idle within ${TIMEOUT}s: $(sinfo -h -N -o '%N=%t' 2>&1 | tr '\n' ' ')" \
-         "$LOG/slurmd-${NODES[0]}.log" "$LOG/slurmctld.log"
+    || fail "nodes did not become idle within ${TIMEOUT}s: $(sinfo -h -N -o '%N=%t' 2>&1 | sort -u | tr '\n' ' ')
+$(sinfo -h -R -o '%N: %E' 2>&1)" "$LOG/slurmd-${NODES[0]}.log" "$LOG/slurmctld.log"
   wait_for "$TIMEOUT" sacct sacct_ok || fail "sacct does not work" "$LOG/slurmdbd.log" "$LOG/slurmctld.log"
 }
 
-# A node left drained/down by an earlier run (e.g. after a reboot) is resumed once.
+# A node left drained/down by an earlier run (reboot, config change) is resumed, at most every 5 s.
+LAST_RESUME=0
 wait_nodes_ready_or_resume() {
   nodes_ready && return 0
+  [ $((SECONDS - LAST_RESUME)) -ge 5 ] || return 1
+  LAST_RESUME=$SECONDS
   local bad
   bad="$(sinfo -h -N -t drain,down,fail -o '%N' 2>/dev/null | sort -u | paste -sd, -)"
-  if [ -n "$bad" ] && pid_of "slurmd-${NODES[0]}" >/dev/null; then
+  if [ -n "$bad" ]; then
     scontrol update NodeName="$bad" State=RESUME >/dev/null 2>&1 || true
   fi
   return 1
@@ -485,6 +514,7 @@ cmd_up() {
   local t0=$SECONDS
   make_dirs
   ensure_packages
+  check_hostname
   ensure_munge
   ensure_mysql
   write_configs
@@ -547,14 +577,8 @@ cmd_down() {
   for n in "${NODES[@]}"; do stop_pid "slurmd-$n"; done
   stop_pid slurmctld
   stop_pid slurmdbd
-  local safe_pid
-  if pid_of mysqld >/dev/null; then
-    safe_pid="$(pgrep -f "mysqld_safe --defaults-file=$DB_CNF" || true)"
-    stop_pid mysqld
-    for n in $safe_pid; do
-      wait_for 10 mysqld_safe bash -c "! kill -0 $n" || kill -TERM "$n" 2>/dev/null || true
-    done
-  fi
+  stop_pid mysqld
+  stop_pid mysqld_safe
   stop_pid munged
   if [ "$purge" = 1 ]; then
     local f

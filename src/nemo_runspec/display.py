@@ -30,7 +30,11 @@ def _plain(cfg: Any) -> Any:
 
 
 def _secret_values(*mappings: Any) -> list[str]:
-    """Values of secret-named keys anywhere in the given nested mappings."""
+    """Values of secret-named keys in execution settings (``run.env``, profile values).
+
+    Only values of 8+ characters are kept: short ones ("text", "prompt") would mask
+    unrelated words when replaced everywhere in the output.
+    """
     from nemo_runspec.secrets import is_secret_name
 
     found: list[str] = []
@@ -39,7 +43,7 @@ def _secret_values(*mappings: Any) -> list[str]:
         if isinstance(node, Mapping):
             for key, value in node.items():
                 if isinstance(key, str) and is_secret_name(key) and isinstance(value, (str, int)):
-                    if str(value):
+                    if len(str(value)) >= 8:
                         found.append(str(value))
                 walk(value)
         elif isinstance(node, (list, tuple)):
@@ -69,7 +73,8 @@ def dry_run_sections(
     """
     job = _plain(job_config)
     train = _plain(train_config)
-    extra = _secret_values(job, train, getattr(env_profile, "values", None) or {})
+    run_env = job.get("run", {}).get("env", {}) if isinstance(job, Mapping) else {}
+    extra = _secret_values(run_env, getattr(env_profile, "values", None) or {})
     job_r = redact(job, extra_values=extra)
     train_r = redact(train, extra_values=extra)
     run = job_r.get("run", {}) if isinstance(job_r, Mapping) else {}
@@ -126,7 +131,6 @@ def display_dry_run(
     """
     from rich.console import Console
     from rich.panel import Panel
-    from rich.syntax import Syntax
     from rich.table import Table
 
     out = console or Console(highlight=False)
@@ -156,7 +160,8 @@ def display_dry_run(
         env_table.add_row("-", "-", "-")
     out.print(env_table)
 
+    # soft_wrap: long values stay on one line, so the YAML can be copied as is.
     out.print("[bold]Job config[/bold] (job.yaml)")
-    out.print(Syntax(data["job_yaml"], "yaml", theme="ansi_dark", word_wrap=True, background_color="default"))
+    out.print(data["job_yaml"], markup=False, highlight=False, soft_wrap=True, end="")
     out.print("[bold]Train config[/bold] (train.yaml, what the script receives)")
-    out.print(Syntax(data["train_yaml"], "yaml", theme="ansi_dark", word_wrap=True, background_color="default"))
+    out.print(data["train_yaml"], markup=False, highlight=False, soft_wrap=True, end="")

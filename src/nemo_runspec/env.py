@@ -861,8 +861,10 @@ def _validation_error(
         return EnvFileError(f"key {key!r} in {section} must be {bound}, got {shown}", path=file, line=line, key=key)
     expected = _describe(_annotation_at(model, path))
     hint = None
-    if isinstance(value, (int, float, bool)) and "string" in expected and not isinstance(value, str):
-        hint = f'quote it: "{str(value).lower() if isinstance(value, bool) else value}"'
+    secret = any(isinstance(p, str) and is_secret_name(p) for p in path)
+    if isinstance(value, (int, float, bool)) and "string" in expected:
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        hint = "quote it" if secret else f'quote it: "{text}"'
     return EnvFileError(
         f"key {key!r} in {section} must be {expected}, got {shown}",
         path=file, line=line, key=key, hint=hint,

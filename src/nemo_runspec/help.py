@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
 from typer.core import TyperCommand
 
 from nemo_runspec.cli_context import GLOBAL_OPTIONS, GlobalContext
+from nemo_runspec.recipe_typer import FastHelpMixin
 
 if TYPE_CHECKING:
+    import click
     from rich.console import Console
 
     from nemo_runspec.recipe_typer import RecipeMeta
@@ -55,24 +56,32 @@ def discover_env_file(explicit: str | os.PathLike[str] | None = None) -> tuple[P
     """Find env.toml like ``nemo_runspec.env.find_env_file`` without importing it.
 
     Order: ``explicit`` > ``$NEMOTRON_ENV_FILE`` > walking up from the cwd to the
-    project root (a directory holding ``.git`` or ``pyproject.toml``). Returns the
+    project root (a directory holding ``.git`` or ``pyproject.toml``; only the cwd
+    when there is none). Returns the
     path (None if absent) and the places looked at, for the help text.
     """
     if explicit:
-        return Path(explicit).expanduser(), [f"--env-file {explicit}"]
+        return _as_file(explicit), [f"--env-file {explicit}"]
     from_env = os.environ.get("NEMOTRON_ENV_FILE")
     if from_env:
-        return Path(from_env).expanduser(), [f"NEMOTRON_ENV_FILE={from_env}"]
-    looked: list[str] = []
-    here = Path.cwd().resolve()
+        return _as_file(from_env), [f"NEMOTRON_ENV_FILE={from_env}"]
+    here = Path.cwd().absolute()
+    folders = [here]
     for folder in (here, *here.parents):
-        candidate = folder / "env.toml"
-        looked.append(str(candidate))
-        if candidate.is_file():
-            return candidate, looked
         if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            folders = [here, *here.parents][: [here, *here.parents].index(folder) + 1]
             break
+    looked = [str(folder / "env.toml") for folder in folders]
+    for candidate in looked:
+        if Path(candidate).is_file():
+            return Path(candidate), looked
     return None, looked
+
+
+def _as_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself, or ``path/env.toml`` when it is a directory."""
+    p = Path(path).expanduser()
+    return p / "env.toml" if p.is_dir() else p
 
 
 def list_profiles(explicit: str | os.PathLike[str] | None = None) -> ProfileListing:
@@ -175,12 +184,7 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
         overrides.add_row(syntax, text)
     panel("Overrides", overrides)
 
-    options = grid()
-    for spelling, _, text in GLOBAL_OPTIONS:
-        options.add_row(spelling, text)
-    options.add_row("-h, --help", "Show this message and exit")
-    options.add_row("", Text("global options may go before or after the command, not after --", style="dim"))
-    panel("Global options", options)
+    render_global_options(console)
 
     if meta.examples:
         examples = Table.grid()
@@ -190,13 +194,69 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
         panel("Examples", examples)
 
 
+def render_global_options(console: Console | None = None) -> None:
+    """Print the "Global options" panel (shared by every help page)."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or _console()
+    options = Table.grid(padding=(0, 2))
+    options.add_column(style="bold cyan", no_wrap=True)
+    options.add_column()
+    for spelling, _, text in GLOBAL_OPTIONS:
+        options.add_row(spelling, text)
+    options.add_row("-h, --help", "Show this message and exit")
+    options.add_row("", Text("global options may go before or after the command, not after --", style="dim"))
+    console.print(Panel(options, title="Global options", title_align="left", border_style="dim"))
+
+
+def render_group_help(group: Any, ctx: click.Context, console: Console | None = None) -> None:
+    """Help page of a command group: usage, description, commands by panel, options.
+
+    A light replacement for Typer's rich help (which imports Markdown support,
+    ~50 ms) so that ``nemotron --help`` stays within its startup budget.
+    """
+    from rich.padding import Padding
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or _console()
+    console.print(Padding(Text(f"Usage: {ctx.command_path} [OPTIONS] COMMAND [ARGS]...", style="bold"), (1, 1, 0, 1)))
+    text = (group.help or "").strip()
+    console.print(Padding(Text(text), (1, 1, 1, 1)) if text else "")
+
+    panels: dict[str, list[tuple[str, str]]] = {}
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None or getattr(command, "hidden", False):
+            continue
+        title = getattr(command, "rich_help_panel", None) or "Commands"
+        short = (command.short_help or (command.help or "").strip().split("\n")[0]).strip()
+        panels.setdefault(title, []).append((name, short))
+    for title, rows in panels.items():
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column()
+        for name, short in rows:
+            table.add_row(name, short)
+        console.print(Panel(table, title=title, title_align="left", border_style="dim"))
+    names = ", ".join(ctx.help_option_names) or "--help"
+    options = Table.grid(padding=(0, 2))
+    options.add_column(style="bold cyan", no_wrap=True)
+    options.add_column()
+    options.add_row(names, "Show this message and exit")
+    console.print(Panel(options, title="Options", title_align="left", border_style="dim"))
+
+
 def _console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False)
 
 
-class RecipeCommand(TyperCommand):
+class RecipeCommand(FastHelpMixin, TyperCommand):
     """A Typer command whose help page is :func:`render_recipe_help` of :attr:`meta`."""
 
     meta: RecipeMeta

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 #: Context settings every recipe command uses: unknown words (overrides, script
 #: arguments) are left in ``ctx.args`` and ``-h`` works like ``--help``.
@@ -16,6 +17,36 @@ RECIPE_CONTEXT_SETTINGS: dict[str, Any] = {
     "ignore_unknown_options": True,
     "help_option_names": ["-h", "--help"],
 }
+
+
+class FastHelpMixin:
+    """Give the help option a ``False`` default instead of ``None``.
+
+    Typer coerces every non-bool parameter value through pydantic; an absent
+    ``--help`` is ``None``, so without this any invocation of a group imports
+    pydantic (~40 ms), which the ``--help`` path must not.
+    """
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """The help option, with a boolean default."""
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
+class FastHelpCommand(FastHelpMixin, TyperCommand):
+    """A :class:`TyperCommand` with :class:`FastHelpMixin`."""
+
+
+class FastHelpGroup(FastHelpMixin, TyperGroup):
+    """A :class:`TyperGroup` with :class:`FastHelpMixin` and a light help page."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Print :func:`nemo_runspec.help.render_group_help` (no Markdown import)."""
+        from nemo_runspec.help import render_group_help
+
+        render_group_help(self, ctx)
 
 
 @dataclass(frozen=True)
@@ -57,6 +88,7 @@ class RecipeTyper(typer.Typer):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", FastHelpGroup)
         kwargs.setdefault("no_args_is_help", True)
         kwargs.setdefault("add_completion", False)
         kwargs.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
@@ -85,3 +117,27 @@ class RecipeTyper(typer.Typer):
             help=help_text,
             rich_help_panel=rich_help_panel,
         )(func)
+
+    def add_failed_command(
+        self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None
+    ) -> None:
+        """Register a stub ``name`` for a command whose module failed to import.
+
+        Its help says ``failed to load: <error>``; invoking it exits 1 with that
+        message, so a broken command never silently disappears.
+        """
+        message = f"failed to load: {error}"
+
+        def failed(ctx: typer.Context) -> None:
+            from nemo_runspec.errors import ExecutionError
+
+            raise ExecutionError(f"'{ctx.command_path}' {message}")
+
+        failed.__doc__ = message
+        self.command(
+            name=name,
+            help=message,
+            cls=FastHelpCommand,
+            context_settings=dict(RECIPE_CONTEXT_SETTINGS),
+            rich_help_panel=rich_help_panel,
+        )(failed)

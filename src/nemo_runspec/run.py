@@ -6,7 +6,7 @@ Everything here imports ``nemo_run`` lazily (inside functions).
   directory may already exist. We create the task directory ourselves before
   submission to place the 0600 secrets file in it; stock nemo-run's ``run()``
   calls ``os.makedirs(exp_dir, exist_ok=False)`` and would fail.
-- :func:`quiet_nemo_run` silences nemo-run's global rich console and loggers
+- :func:`quiet_nemo_run` stops invoke from reading stdin and silences nemo-run's global rich console and loggers
   (it prints from the submitting thread and from background threads), so the
   CLI alone decides what the user sees.
 """
@@ -50,7 +50,19 @@ def __getattr__(name: str) -> Any:
 @contextlib.contextmanager
 def quiet_nemo_run() -> Iterator[None]:
     """Mute nemo-run's console and loggers for the duration of the block."""
+    import invoke.config
     from nemo_run.core.frontend.console.api import CONSOLE
+
+    # nemo-run runs local commands through invoke ``Context()``s that read our
+    # stdin in a background thread (eating keystrokes, failing under pytest).
+    orig_defaults = invoke.config.Config.__dict__["global_defaults"]
+
+    def global_defaults() -> dict[str, Any]:
+        data = orig_defaults.__func__()
+        data["run"]["in_stream"] = False
+        return data
+
+    invoke.config.Config.global_defaults = staticmethod(global_defaults)
 
     old_quiet = CONSOLE.quiet
     loggers = [logging.getLogger(n) for n in ("nemo_run", "torchx", "paramiko", "fabric", "invoke")]
@@ -61,6 +73,7 @@ def quiet_nemo_run() -> Iterator[None]:
     try:
         yield
     finally:
+        invoke.config.Config.global_defaults = orig_defaults
         CONSOLE.quiet = old_quiet
         for lg, lvl in zip(loggers, old_levels, strict=True):
             lg.setLevel(lvl)

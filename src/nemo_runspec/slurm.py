@@ -233,8 +233,9 @@ class _Remote:
     @property
     def tunnel(self) -> Any:
         if self._tunnel is None:
-            self._tunnel = self.job.executor.tunnel.clone() if hasattr(
-                self.job.executor.tunnel, "clone") else self.job.executor.tunnel
+            from nemo_runspec.tunnels import build_tunnel
+
+            self._tunnel = build_tunnel(self.job.values, base_dir=self.job.base_dir)
         return self._tunnel
 
     def run(self, cmd: str) -> tuple[int, str, str]:
@@ -331,13 +332,20 @@ def _place_secrets(job: PreparedJob, tunnel: Any) -> None:
     if job.tunnel_kind == "local":
         write_secret_file(job.secret_path, job.secrets)  # type: ignore[arg-type]
         return
-    tunnel.connect()
-    tunnel.run(f"mkdir -p -m 700 {shlex.quote(job.job_dir)}", hide=True)
-    sftp = tunnel.session.sftp()
+    from nemo_runspec.tunnels import build_tunnel
+
+    # A separate connection: the executor's tunnel is deep-copied by nemo-run later.
+    ssh = build_tunnel(job.values, base_dir=job.base_dir)
     try:
-        upload_secret_file(sftp, job.secret_path, job.secrets)
+        ssh.connect()
+        ssh.session.run(f"mkdir -p -m 700 {shlex.quote(job.job_dir)}", hide=True)
+        sftp = ssh.session.sftp()
+        try:
+            upload_secret_file(sftp, job.secret_path, job.secrets)
+        finally:
+            sftp.close()
     finally:
-        sftp.close()
+        ssh.cleanup()
 
 
 def _remove_secrets(job: PreparedJob, tunnel: Any) -> None:
@@ -348,7 +356,7 @@ def _remove_secrets(job: PreparedJob, tunnel: Any) -> None:
             os.unlink(job.secret_path)  # type: ignore[arg-type]
     else:
         with contextlib.suppress(Exception):
-            tunnel.run(f"rm -f {shlex.quote(job.secret_path)}", hide=True, warn=True)
+            _Remote(job).run(f"rm -f {shlex.quote(job.secret_path)}")
 
 
 def submit_detached(job: PreparedJob) -> SubmittedJob:

@@ -3,7 +3,7 @@
 - ``a.b=v`` sets an existing key; a typo is an error with a did-you-mean hint.
 - ``+a.b=v`` adds a new key (error if it exists); ``++a.b=v`` adds or sets.
 - ``~a.b`` deletes a key (error if missing); ``~a.b=v`` deletes it only if its
-  value is ``v``.
+  value is ``v`` (``~a.b=`` with nothing after ``=`` deletes unconditionally).
 - Values are YAML: ``5`` is an int, ``1e-4`` a float, ``[1,2]`` a list, ``true``
   a bool, ``null`` is None, ``'5'`` a string. Unquoted text that is not a number,
   bool, null, list or ``{...}`` mapping is kept verbatim (``x=y``, ``a: b``,
@@ -99,8 +99,8 @@ def _loader() -> Any:
 def parse_override(raw: str, *, source: str = "command line") -> Override:
     """Parse one override string; malformed ones raise :class:`ConfigError`."""
     where = _where(source)
-    body = raw.strip()
-    if not body:
+    body = raw.lstrip()
+    if not body.strip():
         raise ConfigError(f"empty override{where}", hint=_FORMS)
     op: Op
     if body.startswith("++"):

@@ -6,6 +6,7 @@
 
 - runspec: ``resources.nodes``, ``resources.gpus_per_node`` and ``image`` (as
   ``container_image``), labelled ``runspec <script>``;
+  (file paths in labels are relative to the current directory when below it)
 - recipe YAML: the config's own ``run.env`` (labelled ``config <file>``, the
   file of the ``defaults:`` chain that set the key);
 - env.toml: ``env_profile.values`` (labelled with ``str(env_profile.sources[key])``,
@@ -148,7 +149,7 @@ def _cli_env_ops(overrides: list[str]) -> list[Any]:
     ops = []
     for raw in overrides:
         ov = parse_override(raw)
-        if ov.path[:2] == ("run", "env")[: len(ov.path)] or ov.path[:2] == ("run", "env"):
+        if ov.path[:2] == ("run", "env") or ov.path == ("run",):
             ops.append(ov)
     return ops
 
@@ -156,15 +157,14 @@ def _cli_env_ops(overrides: list[str]) -> list[Any]:
 def _apply_cli(env: dict[str, Any], sources: dict[str, str], ops: list[Any]) -> dict[str, Any]:
     for ov in ops:
         if len(ov.path) <= 2:  # the whole run.env (or run) replaced or deleted
-            if ov.op == "delete":
-                env = {}
-                sources.clear()
-                continue
-            value = ov.value.get("env") if len(ov.path) == 1 and isinstance(ov.value, dict) else ov.value
-            if len(ov.path) == 1 and not isinstance(ov.value, dict):
-                value = {}
-            env, _ = {}, sources.clear()
-            if isinstance(value, dict):
+            value = ov.value
+            if len(ov.path) == 1 and ov.op != "delete":
+                if not (isinstance(value, dict) and "env" in value):
+                    continue  # run={...} without env leaves the execution settings alone
+                value = value["env"]
+            env = {}
+            sources.clear()
+            if ov.op != "delete" and isinstance(value, dict):
                 _merge_layer(env, sources, value, lambda _p: CLI_LABEL)
             continue
         rel = ov.path[2:]
@@ -190,24 +190,25 @@ def _apply_cli(env: dict[str, Any], sources: dict[str, str], ops: list[Any]) -> 
     return env
 
 
+def _show(p: str | os.PathLike[str]) -> str:
+    """``p`` relative to the current directory when below it, else as is."""
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(p)
+
+
 def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
     from nemo_runspec.config.loader import config_info
 
     info = config_info(train_config)
-
-    def show(p: Path) -> str:
-        try:
-            return str(p.resolve().relative_to(Path.cwd().resolve()))
-        except ValueError:
-            return str(p)
-
     if info is None:
         name = getattr(ctx, "config", None) or "recipe config"
         return lambda _path: f"config {name}"
 
     def label(path: str) -> str:
         top = path.split(".", 1)[0]
-        return f"config {show(info.env_files.get(top, info.path))}"
+        return f"config {_show(info.env_files.get(top, info.path))}"
 
     return label
 
@@ -266,12 +267,13 @@ def build_job_config(
                 layer[key] = value
         if getattr(runspec, "image", None):
             layer["container_image"] = runspec.image
-        spec_script = getattr(runspec, "script_path", None) or script
+        spec_script = _show(getattr(runspec, "script_path", None) or script)
         _merge_layer(env, sources, layer, lambda _p: f"runspec {spec_script}")
     _merge_layer(env, sources, yaml_env, _config_label(train_config, ctx))
     if env_profile is not None:
-        _merge_layer(env, sources, dict(getattr(env_profile, "values", None) or {}),
-                     _profile_label(env_profile))
+        values = dict(getattr(env_profile, "values", None) or {})
+        values.pop("extends", None)  # how the profile was assembled, not a setting
+        _merge_layer(env, sources, values, _profile_label(env_profile))
     overrides = list(getattr(ctx, "overrides", None) or [])
     env = _apply_cli(env, sources, _cli_env_ops(overrides))
 
@@ -285,7 +287,7 @@ def build_job_config(
         dry_run=bool(getattr(ctx, "dry_run", False)),
         recipe={"name": recipe_name, "script": str(script)},
         env=env,
-        env_sources=sources,
+        env_sources=dict(sorted(sources.items())),
         cli={
             "argv": list(argv if argv is not None else getattr(ctx, "argv", None) or []),
             "config": info.name if info is not None else getattr(ctx, "config", None),

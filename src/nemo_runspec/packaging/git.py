@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging import cache as _cache
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker, sha256_file
+from nemo_runspec.packaging._archive import DeterministicTar, Ticker
 from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
 
@@ -288,7 +288,7 @@ def package_git(
             sha, size = _archive_fast(root, treeish, target, ticker)
             count = len([r for r in run_git(["ls-tree", "-r", "-z", "--name-only", treeish], root).split(b"\0") if r])
         ticker.finish()
-        tree = run_git(["rev-parse", f"{treeish}^{{tree}}"], root).decode().strip()
+        tree = run_git(["rev-parse", treeish if sub else f"{commit}^{{tree}}"], root).decode().strip()
         return PackagingPlan(
             kind="git", tree=tree, file_count=count, archive_sha256=sha, archive_size=size,
             warnings=[w for w in warnings if "submodule" in w],

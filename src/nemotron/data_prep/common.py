@@ -44,8 +44,8 @@ def get(cfg: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
-    """sha256 of the config minus keys that do not change the output (workers, publish)."""
-    relevant = {k: v for k, v in cfg.items() if k not in ("workers", "publish", "run")}
+    """sha256 of the config minus keys that do not change the content (workers, publish, output location)."""
+    relevant = {k: v for k, v in cfg.items() if k not in ("workers", "publish", "run", "output_dir", "name")}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -78,7 +78,7 @@ def make_plan(cfg: Mapping[str, Any], kind: str, default_name: str) -> Plan:
     urls = expand_inputs(paths, base)
     fmt = get(c, "input.format", "auto")
     files = [scan_input(u, fmt) for u in urls]
-    out_dir = Path(resolve_path(c.get("output_dir") or default_output_dir(default_name)))
+    out_dir = Path(resolve_path(c.get("output_dir") or default_output_dir(c.get("name") or default_name)))
     workers = c.get("workers")
     if workers is not None and int(workers) < 0:
         raise ConfigError(f"workers must be >= 0, got {workers}", key="workers")

@@ -19,7 +19,6 @@ from typing import Any
 
 from .common import config_hash, finish, get, make_plan, remove_stale
 from .indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
-from .paths import resolve_path
 from .report import BadRecordLog, write_json
 from .runner import run_shards
 from .sharding import SPLIT_NAMES, Shard, assign_split, parse_split
@@ -175,4 +174,4 @@ def run_pretrain(
     return finish(plan, results, summary, stream=stream)
 
 
-__all__ = ["pretrain_shard", "resolve_path", "run_pretrain"]
+__all__ = ["pretrain_shard", "run_pretrain"]

@@ -77,7 +77,10 @@ def init_ray(workers: int | None) -> bool:
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
     else:
+        # address="local": always start our own instance, never attach to a Ray
+        # head some other process left running on this machine.
         ray.init(
+            address="local",
             num_cpus=workers or os.cpu_count() or 1,
             include_dashboard=False,
             runtime_env=runtime_env,
@@ -114,10 +117,10 @@ class Progress:
     def line(self) -> str:
         """One status line."""
         dt = max(time.perf_counter() - self.t0, 1e-9)
-        return (
-            f"[{self.label}] shards {self.done}/{self.total} | records {self.records:,} | "
-            f"tokens {self.tokens:,} | {self.tokens / dt:,.0f} tok/s"
-        )
+        line = f"[{self.label}] shards {self.done}/{self.total} | records {self.records:,}"
+        if self.tokens:
+            line += f" | tokens {self.tokens:,} | {self.tokens / dt:,.0f} tok/s"
+        return line
 
     def update(self, result: dict, *, resumed: bool = False) -> None:
         """Count one finished (or resumed) shard."""

@@ -158,3 +158,47 @@ def render_chat(
     return _compile_template(template).render(
         messages=messages, add_generation_prompt=add_generation_prompt, **extra
     )
+
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>")
+
+
+def train_tokenizer(
+    texts: list[str],
+    out_dir: str | Path,
+    *,
+    vocab_size: int = 4096,
+    chat_template: str = DEFAULT_CHAT_TEMPLATE,
+) -> Path:
+    """Train a small byte-level BPE tokenizer offline and save it as an HF tokenizer dir.
+
+    Writes ``tokenizer.json`` and ``tokenizer_config.json`` (special tokens
+    ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``, ``<|pad|>`` and
+    ``chat_template``). Used for the shipped sample tokenizer, tests and benchmarks.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": None,
+        "eos_token": "<|endoftext|>",
+        "pad_token": "<|pad|>",
+        "model_max_length": 4096,
+        "chat_template": chat_template,
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+    }
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return out

@@ -17,20 +17,33 @@
 # nodes = 1
 # gpus_per_node = 0
 # ///
-"""nano3/data/prep/sft: data preparation for the sft stage (placeholder).
+"""nano3/data/prep/sft: chat conversations -> packed sequences with assistant-only loss masks.
 
-The data-prep runtime replaces this body; the CLI runs it as
-`python data_prep.py --config <config.yaml> [args...]`.
+Runs as Ray tasks (one per shard): locally it starts Ray on this machine, on a
+cluster it joins the Ray instance in $RAY_ADDRESS. Usage::
+
+    python data_prep.py --config config/data_prep/tiny.yaml [sample=100] [workers=2]
+
+See docs/data-prep.md for inputs, outputs, resume and bad-record reporting.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CONFIG = HERE / "config" / "data_prep" / "default.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Prepare the sft data (not implemented yet)."""
-    raise NotImplementedError("nano3/data/prep/sft is not implemented yet")
+    """Parse `--config` and overrides, run the sft data prep, return the exit code."""
+    try:
+        from nemotron.data_prep.cli import main as run
+    except ImportError:  # running from a source checkout that is not installed
+        sys.path.insert(0, str(HERE.parents[3]))
+        from nemotron.data_prep.cli import main as run
+    return run("sft", argv, default_config=DEFAULT_CONFIG)
 
 
 if __name__ == "__main__":

@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
     from megatron.bridge.training.config import ConfigContainer  # noqa: F401
-    from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.finetune import finetune as pretrain
+    from megatron.bridge.training.gpt_step import forward_step
     from omegaconf import OmegaConf
 
     container = OmegaConf.to_container(cfg, resolve=True)

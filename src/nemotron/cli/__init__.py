@@ -1,0 +1,1 @@
+"""The `nemotron` command-line interface (Typer). Import nothing heavy here."""

@@ -1,0 +1,206 @@
+"""`nemotron`: the main app and console entry point.
+
+Global options are pulled out of argv (:func:`split_global_args`) before Typer
+sees it, so they work before or after the subcommand. Command groups are
+imported lazily, when listed (``--help``) or invoked; a group whose import fails
+is replaced by a stub that reports the error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+
+from nemo_runspec.cli_context import GlobalContext, split_global_args
+from nemo_runspec.errors import ExecutionError, NemoRunspecError
+from nemo_runspec.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
+
+#: name -> (module, attribute holding a typer.Typer, optional). Optional groups
+#: whose module does not exist are skipped; every other failure shows a stub.
+GROUPS: dict[str, tuple[str, str, bool]] = {
+    "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False),
+    "runspec": ("nemotron.cli.commands.runspec", "app", False),
+    "env": ("nemotron.cli.commands.env", "app", False),
+    "kit": ("nemotron.cli.kit", "app", True),
+}
+
+
+def _debug_requested(argv: Sequence[str]) -> bool:
+    if os.environ.get("NEMOTRON_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    words = list(argv)
+    if "--" in words:
+        words = words[: words.index("--")]
+    return "--debug" in words
+
+
+def _exit_code(exc: NemoRunspecError) -> int:
+    return 1 if isinstance(exc, ExecutionError) else 2
+
+
+def _failed_group(name: str, error: BaseException) -> Any:
+    """A stand-in command for a group that failed to import (exits 1 when run)."""
+    message = f"failed to load: {type(error).__name__}: {error}"
+    stub = typer.Typer(add_completion=False)
+
+    @stub.command(name=name, help=message, context_settings=dict(RECIPE_CONTEXT_SETTINGS))
+    def failed(ctx: typer.Context) -> None:
+        raise ExecutionError(f"command group '{name}' {message}")
+
+    command = typer.main.get_command(stub)
+    command.name = name
+    return command
+
+
+class NemotronGroup(FastHelpGroup):
+    """Root group: global-option extraction, lazy groups and error handling."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: dict[str, Any] = {}
+        self.load_errors: dict[str, str] = {}
+
+    def _load(self, name: str) -> Any:
+        if name in self._loaded:
+            return self._loaded[name]
+        module_name, attr, optional = GROUPS[name]
+        command: Any
+        try:
+            module = importlib.import_module(module_name)
+            if optional and getattr(module, "__file__", None) is None and not hasattr(module, attr):
+                # An empty directory (namespace package): the group is not written yet.
+                raise ModuleNotFoundError(f"No module named {module_name!r}", name=module_name)
+            sub = getattr(module, attr)
+            command = typer.main.get_command(sub) if isinstance(sub, typer.Typer) else sub
+            command.name = name
+        except Exception as exc:  # noqa: BLE001 - reported, not hidden
+            if optional and isinstance(exc, ModuleNotFoundError) and exc.name == module_name:
+                command = None
+            else:
+                if _debug_requested(sys.argv[1:]):
+                    traceback.print_exc()
+                self.load_errors[name] = f"{type(exc).__name__}: {exc}"
+                command = _failed_group(name, exc)
+        self._loaded[name] = command
+        return command
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        """Eager commands plus every registered group that loads (or failed to)."""
+        names = list(super().list_commands(ctx))
+        for name in GROUPS:
+            if name not in names and self._load(name) is not None:
+                names.append(name)
+        return names
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        """Load the group ``cmd_name`` on first use."""
+        if cmd_name in GROUPS and cmd_name not in self.commands:
+            return self._load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+        """Typer's help, then one warning line per group that failed to load."""
+        super().format_help(ctx, formatter)
+        from nemo_runspec.help import render_global_options
+
+        render_global_options()
+        for name, error in self.load_errors.items():
+            print(f"warning: command group '{name}' failed to load: {error}", file=sys.stderr)
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Split global options off ``args``, run Typer, turn our errors into exit codes."""
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = _debug_requested(argv)
+        try:
+            gctx, rest = split_global_args(argv)
+            debug = debug or gctx.debug
+            extra.setdefault("obj", gctx)
+            rv = super().main(
+                rest,
+                prog_name=prog_name or "nemotron",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except NemoRunspecError as exc:
+            if debug:
+                traceback.print_exc()
+            print(f"error: {exc}", file=sys.stderr)
+            if not standalone_mode:
+                raise
+            sys.exit(_exit_code(exc))
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            if not standalone_mode:
+                raise
+            sys.exit(130)
+        except Exception as exc:
+            if not standalone_mode or not _is_a(exc, "ClickException", "Abort"):
+                raise
+            if debug:
+                traceback.print_exc()
+            if _is_a(exc, "NoArgsIsHelpError"):
+                exc.show()
+                sys.exit(exc.exit_code)
+            if _is_a(exc, "Abort"):
+                print("aborted", file=sys.stderr)
+                sys.exit(1)
+            where = getattr(getattr(exc, "ctx", None), "command_path", None) or "nemotron"
+            print(f"error: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+            sys.exit(exc.exit_code)
+        if not standalone_mode:
+            return rv
+        # Typer returns the code of a typer.Exit here; a command's own return value
+        # is not an exit status unless it is an int (same as Click's standalone mode).
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _is_a(exc: BaseException, *names: str) -> bool:
+    """True when ``exc`` is a (vendored or real) Click exception of one of ``names``."""
+    return any(cls.__name__ in names for cls in type(exc).__mro__)
+
+
+app = typer.Typer(
+    name="nemotron",
+    cls=NemotronGroup,
+    help="Launch Nemotron training recipes locally, on Slurm or on Ray.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(ctx: typer.Context) -> None:
+    """Launch Nemotron training recipes locally, on Slurm or on Ray.
+
+    Overrides (key=value, +key=value, ~key) and script arguments follow the command;
+    everything after -- goes to the script verbatim.
+    """
+    # Global options were already taken out of argv by NemotronGroup.main (they
+    # are not Typer parameters: processing a typed Typer option imports pydantic,
+    # which --help must not). Keep a context for direct invocations.
+    if not isinstance(ctx.obj, GlobalContext):
+        ctx.obj = GlobalContext()
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """Console entry point: ``nemotron [GLOBAL OPTIONS] COMMAND ...``."""
+    return app(args=None if argv is None else list(argv), prog_name="nemotron")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Command groups of the `nemotron` CLI, one module or package per group."""

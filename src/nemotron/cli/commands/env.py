@@ -1,0 +1,183 @@
+"""``nemotron env``: inspect env.toml execution profiles.
+
+``nemotron env list`` shows every profile (executor, parent, description) and
+which file was read; ``nemotron env show PROFILE`` shows the resolved values and,
+for each key, the profile and ``file:line`` that set it. Secrets are redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nemo_runspec.errors import NemoRunspecError
+
+app = typer.Typer(
+    name="env",
+    help="Inspect env.toml execution profiles (used by --run/--batch).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+EnvFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--env-file",
+        help="env.toml to read (default: $NEMOTRON_ENV_FILE, else the nearest env.toml "
+        "from the current directory up to the project root).",
+        show_default=False,
+    ),
+]
+
+
+def _fail(exc: NemoRunspecError) -> None:
+    """Print ``error: ...`` on one line and exit 2 (traceback only with NEMOTRON_DEBUG=1)."""
+    if os.environ.get("NEMOTRON_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise exc
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def _row(*cells: Any) -> list[Any]:
+    """Cells as rich Text, so ``[dev]`` or ``$HOME`` are shown, never read as markup."""
+    from rich.text import Text
+
+    return [Text(str(c)) for c in cells]
+
+
+@app.command("list")
+def list_profiles(env_file: EnvFileOption = None) -> None:
+    """List the profiles of env.toml with their executor, parent and description."""
+    from nemo_runspec import env as envmod
+
+    try:
+        path = envmod.find_env_file(env_file)
+        if path is None:
+            raise envmod._not_found_error(None)
+        ef = envmod.load_env_file(path)
+    except NemoRunspecError as exc:
+        _fail(exc)
+        return
+
+    from rich.table import Table
+
+    problems: list[NemoRunspecError] = []
+    from rich.text import Text
+
+    table = Table(title=Text("Profiles"), title_justify="left")
+    for col in ("profile", "executor", "extends", "description"):
+        table.add_column(col)
+    for name in ef.profiles:
+        raw = ef.profiles[name]
+        try:
+            prof = envmod.load_env_profile(name, ef)
+            executor, extends, desc = prof.executor, raw.get("extends"), prof.description
+        except NemoRunspecError as exc:
+            problems.append(exc)
+            executor, extends, desc = "INVALID", raw.get("extends"), str(exc.problem)
+        table.add_row(*_row(name, executor, extends or "", desc or ""))
+    for section in envmod.RESERVED_SECTIONS:
+        if ef.sections.get(section):
+            try:
+                getattr(envmod, f"get_{section}_config")(ef)
+            except NemoRunspecError as exc:
+                problems.append(exc)
+    console = _console()
+    console.print(f"env file: {path}", markup=False, soft_wrap=True)
+    if ef.profiles:
+        console.print(table)
+    else:
+        console.print("No profiles.")
+    present = [f"[{s}]" for s in envmod.RESERVED_SECTIONS if ef.sections.get(s)]
+    if present:
+        console.print("Special sections: " + ", ".join(present), markup=False)
+    if problems:
+        for exc in problems:
+            typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+
+
+@app.command("show")
+def show_profile(
+    profile: Annotated[
+        str | None,
+        typer.Argument(help="Profile name (default: [cli] default_profile).", show_default=False),
+    ] = None,
+    env_file: EnvFileOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the resolved profile as JSON (secrets redacted).")
+    ] = False,
+) -> None:
+    """Show a resolved profile: each value and the profile and file:line that set it."""
+    from nemo_runspec import env as envmod
+
+    try:
+        path = envmod.find_env_file(env_file)
+        if path is None:
+            raise envmod._not_found_error(profile)
+        ef = envmod.load_env_file(path)
+        if profile is None:
+            profile = envmod.get_cli_config(ef).get("default_profile")
+            if profile is None:
+                raise envmod.EnvFileError(
+                    "no profile given and [cli] default_profile is not set",
+                    path=path,
+                    hint="nemotron env show PROFILE; `nemotron env list` lists them",
+                )
+        prof = envmod.load_env_profile(profile, ef)
+    except NemoRunspecError as exc:
+        _fail(exc)
+        return
+
+    shown = prof.redacted_values()
+    if as_json:
+        data = prof.to_dict(redacted=True)
+        data["defaults"] = {
+            k: v for k, v in envmod.profile_defaults().items() if k not in prof.values
+        }
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        title=Text(f"Profile [{prof.name}]  (chain: {' -> '.join(prof.chain)})"),
+        title_justify="left",
+    )
+    table.add_column("key", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("set at", no_wrap=True)
+    for key, value in shown.items():
+        if isinstance(value, dict) and value:
+            for sub, subval in value.items():
+                src = prof.sources.get(f"{key}.{sub}") or prof.sources.get(key)
+                table.add_row(*_row(f"{key}.{sub}", _fmt(subval), src.label if src else ""))
+        else:
+            src = prof.sources.get(key)
+            table.add_row(*_row(key, _fmt(value), src.label if src else ""))
+    for key, value in envmod.profile_defaults().items():
+        if key not in prof.values:
+            table.add_row(*_row(key, _fmt(value), "(default)"), style="dim")
+    console = _console()
+    console.print(f"env file: {path}", markup=False, soft_wrap=True)
+    console.print(table)

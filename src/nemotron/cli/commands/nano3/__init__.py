@@ -1,0 +1,1 @@
+"""`nemotron nano3`: Nemotron 3 Nano training and data-prep commands."""

@@ -1,0 +1,38 @@
+"""The `nemotron nano3` command tree, registered with :class:`RecipeTyper`.
+
+Each command module is imported on its own: one that fails to import becomes a
+stub command that reports the error instead of vanishing from ``--help``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from nemo_runspec.recipe_typer import RecipeTyper
+
+app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: pretrain, sft, rl and data prep.")
+data_app = RecipeTyper(name="data", help="Data commands.")
+prep_app = RecipeTyper(name="prep", help="Prepare training data for each stage (Ray).")
+
+_PKG = "nemotron.cli.commands.nano3"
+
+#: (typer app, command name, module, rich help panel)
+COMMANDS: list[tuple[RecipeTyper, str, str, str | None]] = [
+    (app, "pretrain", f"{_PKG}.pretrain", "Training stages"),
+    (app, "sft", f"{_PKG}.sft", "Training stages"),
+    (app, "rl", f"{_PKG}.rl", "Training stages"),
+    (prep_app, "pretrain", f"{_PKG}.data.prep.pretrain", None),
+    (prep_app, "sft", f"{_PKG}.data.prep.sft", None),
+    (prep_app, "rl", f"{_PKG}.data.prep.rl", None),
+]
+
+for _target, _name, _module, _panel in COMMANDS:
+    try:
+        _mod = importlib.import_module(_module)
+    except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
+        _target.add_failed_command(_name, exc, rich_help_panel=_panel)
+    else:
+        _target.add_recipe_command(getattr(_mod, _name), meta=_mod.META, rich_help_panel=_panel, name=_name)
+
+data_app.add_typer(prep_app, name="prep")
+app.add_typer(data_app, name="data", rich_help_panel="Data")

@@ -1,0 +1,1 @@
+"""`nemotron nano3 data`: data commands."""

@@ -1,0 +1,1 @@
+"""`nemotron nano3 data prep`: data preparation for each stage."""

@@ -1,0 +1,143 @@
+"""--dry-run: content, redaction and absence of side effects; local runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
+SECRET = "hf_secretvalue1234567890abcdefXYZ"
+WANDB_SECRET = "wandbsecret-0123456789"
+
+
+def _snapshot(*dirs: Path) -> dict[str, list[str]]:
+    return {str(d): sorted(str(p.relative_to(d)) for p in d.rglob("*")) for d in dirs}
+
+
+@pytest.fixture()
+def sandbox(tmp_path: Path):
+    """Empty HOME, NEMOTRON_HOME, cwd and TMPDIR; an env.toml with secrets elsewhere."""
+    home, nhome, cwd, tmp = (tmp_path / n for n in ("home", "nhome", "cwd", "tmp"))
+    for d in (home, nhome, cwd, tmp):
+        d.mkdir()
+    cfgdir = tmp_path / "conf"
+    cfgdir.mkdir()
+    env_toml = cfgdir / "env.toml"
+    env_toml.write_text(textwrap.dedent(f"""
+        [base]
+        executor = "slurm"
+        account = "acct"
+        partition = "batch"
+
+        [dev]
+        extends = "base"
+        nodes = 2
+        env_vars = {{ HF_TOKEN = "{SECRET}", WANDB_API_KEY = "{WANDB_SECRET}", PLAIN = "visible" }}
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(HOME=str(home), NEMOTRON_HOME=str(nhome), TMPDIR=str(tmp), COLUMNS="200",
+               NEMORUN_HOME=str(nhome / "nemorun"))
+    return {"home": home, "nhome": nhome, "cwd": cwd, "tmp": tmp, "env": env, "env_toml": env_toml}
+
+
+def _nemotron(sandbox, *args, timeout=120):
+    return subprocess.run([str(NEMOTRON), *args], cwd=sandbox["cwd"], env=sandbox["env"],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _section(output: str, start: str, end: str | None) -> dict:
+    body = output[output.index(start):]
+    body = body.split("\n", 1)[1]
+    if end:
+        body = body[: body.index(end)]
+    return yaml.safe_load(body)
+
+
+def test_dry_run_shows_job_and_has_no_side_effects(sandbox):
+    watched = (sandbox["home"], sandbox["nhome"], sandbox["cwd"], sandbox["tmp"])
+    before = _snapshot(*watched)
+    proc = _nemotron(sandbox, "nano3", "pretrain", "--run", "dev", "-c", "tiny", "--dry-run",
+                     f"--env-file={sandbox['env_toml']}", "train.train_iters=11", "run.env.nodes=4",
+                     "--", "--my-flag", "x=1")
+    assert proc.returncode == 0, proc.stderr
+    assert _snapshot(*watched) == before
+    out = proc.stdout
+    assert "Dry run" in out
+    assert "nano3/pretrain" in out and str(sandbox["env_toml"]) in out
+    job = _section(out, "Job config (job.yaml)", "Train config (train.yaml")
+    train = _section(out, "Train config (train.yaml", None)
+    assert job["run"]["mode"] == "run" and job["run"]["profile"] == "dev"
+    assert job["run"]["env"]["nodes"] == 4  # CLI beats the profile's 2
+    assert job["run"]["env"]["partition"] == "batch"  # inherited via extends
+    assert job["run"]["cli"]["passthrough"] == ["--my-flag", "x=1"]
+    assert train["train"]["train_iters"] == 11
+    assert train["model"]["seq_length"] == 512  # from tiny.yaml, over default.yaml's 8192
+    # the run.env table shows each key with where it came from
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    assert "partition" in rows and "env.toml" in rows["partition"]
+    assert "command line" in rows["nodes"] and "4" in rows["nodes"]
+    assert "runspec" in rows["gpus_per_node"]
+
+
+def test_dry_run_redacts_secrets(sandbox):
+    proc = _nemotron(sandbox, "nano3", "sft", "-d", "--batch=dev", "--env-file", str(sandbox["env_toml"]))
+    assert proc.returncode == 0, proc.stderr
+    both = proc.stdout + proc.stderr
+    assert SECRET not in both and WANDB_SECRET not in both
+    assert "HF_TOKEN" in both and "visible" in both
+    job = _section(proc.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+    assert job["run"]["mode"] == "batch"
+
+
+def test_dry_run_secret_given_as_override_is_redacted(sandbox):
+    proc = _nemotron(sandbox, "nano3", "pretrain", "-d", "+logger.wandb_api_key=" + WANDB_SECRET)
+    assert proc.returncode == 0, proc.stderr
+    assert WANDB_SECRET not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("cmd", [["nano3", "pretrain"], ["nano3", "sft"], ["nano3", "rl"]])
+def test_dry_run_local_every_training_recipe(sandbox, cmd):
+    proc = _nemotron(sandbox, *cmd, "-c", "tiny", "-d")
+    assert proc.returncode == 0, proc.stderr
+    job = _section(proc.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+    assert job["run"]["mode"] == "local" and job["run"]["recipe"]["name"] == "nano3/" + cmd[1]
+    assert Path(job["run"]["recipe"]["script"]).is_file()
+
+
+def test_dry_run_with_config_path_from_other_cwd(sandbox, tmp_path):
+    default = ROOT / "src/nemotron/recipes/nano3/stage0_pretrain/config/default.yaml"
+    data = yaml.safe_load(default.read_text())
+    data["train"]["train_iters"] = 3
+    own = tmp_path / "mine.yaml"
+    own.write_text(yaml.safe_dump(data))
+    # relative to the cwd, the way a user types it
+    (sandbox["cwd"] / "rel.yaml").write_text(own.read_text())
+    for config in (str(own), "rel.yaml"):
+        proc = _nemotron(sandbox, "nano3", "pretrain", "-d", "-c", config)
+        assert proc.returncode == 0, proc.stderr
+        train = _section(proc.stdout, "Train config (train.yaml", None)
+        assert train["train"]["train_iters"] == 3
+
+
+def test_unknown_override_key_is_error(sandbox):
+    proc = _nemotron(sandbox, "nano3", "pretrain", "-d", "train.trian_iters=3")
+    assert proc.returncode == 2
+    assert "error:" in proc.stderr and "train_iters" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_local_run_stages_job_dir_and_runs_script(sandbox):
+    """Without megatron.bridge the script exits 3; the job dir holds the configs."""
+    proc = _nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", "train.train_iters=2", "--", "--extra")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "megatron.bridge" in proc.stderr
+    train_yamls = list(sandbox["nhome"].rglob("train.yaml"))
+    assert len(train_yamls) == 1
+    train = yaml.safe_load(train_yamls[0].read_text())
+    assert train["train"]["train_iters"] == 2
+    assert str(train_yamls[0].parent) in proc.stderr  # "job dir: ..." is printed

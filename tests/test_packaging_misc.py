@@ -1,0 +1,69 @@
+"""Import cost, progress reporting, cache pruning and plan serialisation of nemo_runspec.packaging."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from nemo_runspec.packaging import cache as pcache
+from nemo_runspec.packaging.manifest import FileEntry, PackagingPlan
+from nemo_runspec.packaging.progress import ProgressEvent, console_progress
+
+
+def test_import_is_cheap_and_does_not_pull_nemo_run():
+    code = (
+        "import sys, nemo_runspec.packaging as p\n"
+        "p.PackagingPlan; p.package_code; p.build_packager\n"
+        "bad = [m for m in ('nemo_run', 'ray', 'torch', 'wandb') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_plain_progress_prints_one_start_line_and_a_summary():
+    stream = io.StringIO()
+    report = console_progress(stream)
+    for i in range(5):
+        report(ProgressEvent("packaging code", i, 10, i * 1_000_000, None, 0.5 + i / 10))
+    report(ProgressEvent("packaging code", 10, 10, 12_500_000, None, 1.23, done=True))
+    lines = stream.getvalue().splitlines()
+    assert lines == ["packaging code ...", "packaging code: 10/10 files, 12.5 MB (1.2 s)"]
+
+
+def test_fast_packaging_reports_nothing(tmp_path):
+    from nemo_runspec.packaging.pattern import package_pattern
+
+    (tmp_path / "a.txt").write_text("a")
+    events = []
+    package_pattern("*.txt", tmp_path, tmp_path / "out" / "x.tar.gz", use_cache=False, progress=events.append)
+    assert events == []
+
+
+def test_cache_prunes_least_recently_used(tmp_path):
+    d = tmp_path / "cache"
+    d.mkdir()
+    import os
+
+    for i in range(5):
+        (d / f"fp{i}.tar.gz").write_bytes(b"x" * i)
+        PackagingPlan(kind="code", archive_size=i).write_json(d / f"fp{i}.json")
+        os.utime(d / f"fp{i}.json", (1000 + i, 1000 + i))
+    pcache.prune(d, keep=2)
+    assert sorted(p.name for p in d.iterdir()) == ["fp3.json", "fp3.tar.gz", "fp4.json", "fp4.tar.gz"]
+    assert pcache.lookup("fp4", d).archive_size == 4
+    (d / "fp3.tar.gz").write_bytes(b"changed size")
+    assert pcache.lookup("fp3", d) is None
+
+
+def test_plan_json_round_trip_with_parts(tmp_path):
+    plan = PackagingPlan(
+        kind="hybrid", files=[FileEntry("a/b.py", "00" * 32, 3, 0o644)],
+        parts={"code": PackagingPlan(kind="git", commit="abc", dirty=False)},
+    )
+    path = plan.write_json(tmp_path / "packaging.json")
+    data = json.loads(path.read_text())
+    assert data["parts"]["code"]["commit"] == "abc" and data["files"][0]["path"] == "a/b.py"
+    assert PackagingPlan.from_dict(data) == plan
