@@ -76,7 +76,7 @@ def bad(tmp_path) -> Path:
             'name = "nano3/sft"',
             'imgae = "x"',
             "[tool.runspec.resources]",
-            "gpus_per_node = 0",
+            "gpus_per_node = -2",
         ),
     )
 

@@ -130,6 +130,11 @@ def test_each_launch_value_is_kept(launch):
     assert spec.run.launch == launch
 
 
+def test_zero_gpus_per_node_is_a_cpu_only_stage():
+    spec = parse_text(runspec_block("[tool.runspec.resources]", "gpus_per_node = 0"))
+    assert spec.resources.gpus_per_node == 0
+
+
 def test_integer_schema_one_is_normalised_to_string():
     assert parse_text(runspec_block("schema = 1")).schema == "1"
 
@@ -428,7 +433,7 @@ def test_bad_schema(value, expect):
     ("key", "value", "expect"),
     [("nodes", "0", "must be at least 1, got 0"),
      ("nodes", "-3", "must be at least 1, got -3"),
-     ("gpus_per_node", "0", "must be at least 1, got 0"),
+     ("gpus_per_node", "-1", "must be at least 0, got -1"),
      ("nodes", "true", "must be an integer, got boolean true"),
      ("gpus_per_node", '"8"', "must be an integer, got string '8'"),
      ("nodes", "2.0", "must be an integer, got float 2.0")],
@@ -611,6 +616,7 @@ EXAMPLES_INVALID = [
     {"name": "a", "run": {"launch": "mpirun"}},
     {"name": "a", "run": {"lanch": "ray"}},
     {"name": "a", "resources": {"nodes": 0}},
+    {"name": "a", "resources": {"gpus_per_node": -1}},
     {"name": "a", "resources": {"nodes": True}},
     {"name": "a", "env": {"A": 1}},
     {"name": "a", "env": {"1A": "x"}},

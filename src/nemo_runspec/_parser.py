@@ -112,7 +112,7 @@ def _find_block(text: str, path: str) -> _Block:
             elif not _is_content(cur) or _OPENER.fullmatch(cur):
                 break
             j += 1
-        if False:
+        if close < 0:
             if block_type == BLOCK_TYPE:
                 raise RunspecError(
                     f"'# /// {BLOCK_TYPE}' block opened at line {i + 1} is never closed with '# ///'",
@@ -271,7 +271,9 @@ class _Checker:
             return default
         return value
 
-    def positive_int(self, data: Mapping[str, Any], name: str, key: str, default: int) -> int:
+    def count(
+        self, data: Mapping[str, Any], name: str, key: str, default: int, minimum: int = 1
+    ) -> int:
         value = data.get(name, _MISSING)
         if value is _MISSING:
             return default
@@ -282,8 +284,8 @@ class _Checker:
                 "write a whole number without quotes, e.g. 1",
             )
             return default
-        if value < 1:
-            self.fail(key, f"'{key}' must be at least 1, got {value}")
+        if value < minimum:
+            self.fail(key, f"'{key}' must be at least {minimum}, got {value}")
             return default
         return value
 
@@ -368,8 +370,9 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     res_t = chk.table(data, "resources")
     chk.unknown_keys(res_t, RESOURCES_KEYS, "resources.")
     resources = RunspecResources(
-        nodes=chk.positive_int(res_t, "nodes", "resources.nodes", 1),
-        gpus_per_node=chk.positive_int(res_t, "gpus_per_node", "resources.gpus_per_node", 8),
+        nodes=chk.count(res_t, "nodes", "resources.nodes", 1),
+        # 0 is allowed: CPU-only stages (Ray data prep) declare gpus_per_node = 0.
+        gpus_per_node=chk.count(res_t, "gpus_per_node", "resources.gpus_per_node", 8, minimum=0),
     )
 
     env_t = chk.table(data, "env")

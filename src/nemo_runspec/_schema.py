@@ -27,8 +27,8 @@ def _string(description: str, default: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _positive_int(description: str, default: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "default": default, "description": description}
+def _count(description: str, default: int, minimum: int = 1) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "default": default, "description": description}
 
 
 _SCHEMA: dict[str, Any] = {
@@ -94,8 +94,10 @@ _SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "default": {"nodes": 1, "gpus_per_node": 8},
             "properties": {
-                "nodes": _positive_int("Number of nodes.", 1),
-                "gpus_per_node": _positive_int("GPUs (and torchrun processes) per node.", 8),
+                "nodes": _count("Number of nodes (at least 1).", 1),
+                "gpus_per_node": _count(
+                    "GPUs (and torchrun processes) per node; 0 for CPU-only stages.", 8, minimum=0
+                ),
             },
         },
         "env": {

@@ -151,6 +151,27 @@ def _container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
     return image or None
 
 
+def bare_metal_python() -> str:
+    """Interpreter a job uses without a container: the submitting one.
+
+    Bare-metal jobs run in the environment that submitted them (a shared
+    filesystem, or this machine's own Slurm cluster), so the nodes use the same
+    venv. Its ``bin`` dir is also put first on the job's ``PATH`` (for
+    ``torchrun`` and ``ray``); see :func:`bare_metal_env`.
+    """
+    import sys
+
+    return sys.executable
+
+
+def bare_metal_env(env_vars: Mapping[str, str]) -> dict[str, str]:
+    """``env_vars`` plus ``PATH`` led by the submitting venv's ``bin`` (unless set)."""
+    out = dict(env_vars)
+    if "PATH" not in out:
+        out["PATH"] = f"{os.path.dirname(bare_metal_python())}:$PATH"
+    return out
+
+
 def _launch(runspec: Any) -> str:
     launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
     return "direct" if launch == "python" else launch
@@ -205,9 +226,7 @@ def create_executor(
                 hint="pass secrets through build_env_vars()/secret_file, never env_vars",
             )
     launch = _launch(runspec)
-    if launch == "ray":
-        raise ExecutionError("ray launch: not yet", hint="use the Ray execution path")
-    if launch not in ("torchrun", "direct"):
+    if launch not in ("torchrun", "direct", "ray"):
         raise ExecutionError(f"unknown launch {launch!r}", hint="torchrun, ray or direct")
 
     nodes, gpus = resolve_resources(values, runspec)
@@ -242,7 +261,7 @@ def create_executor(
         from nemo_runspec.secret_file import source_snippet
 
         setup.append(source_snippet(secret_file))
-    if startup:
+    if startup and launch != "ray":  # Ray: the template runs them once per node before its raylet
         setup.append(per_node_setup(startup))
 
     executor = run.SlurmExecutor(
@@ -251,7 +270,7 @@ def create_executor(
         job_name_prefix=values.get("job_name_prefix", DEFAULT_JOB_NAME_PREFIX),
         time=str(values.get("time") or DEFAULT_TIME),
         nodes=nodes,
-        ntasks_per_node=ntasks,
+        ntasks_per_node=1 if launch == "ray" else ntasks,
         cpus_per_task=values.get("cpus_per_task"),
         gpus_per_node=gpus if gpus > 0 else None,
         qos=values.get("qos"),
@@ -276,6 +295,11 @@ def create_executor(
     )
     if launch == "torchrun":
         executor.torchrun_nproc_per_node = int(nproc)
+    if launch == "ray":
+        from nemo_runspec.ray_slurm import configure_ray_executor
+
+        configure_ray_executor(executor, profile=values, python=bare_metal_python(),
+                               pre_start_commands=startup)
     if dependencies:
         executor.dependencies = [_as_handle(d) for d in dependencies]
     return executor

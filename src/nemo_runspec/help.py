@@ -10,6 +10,7 @@ nemo-run here.
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,6 +236,8 @@ def render_group_help(group: Any, ctx: click.Context, console: Console | None = 
         title = getattr(command, "rich_help_panel", None) or "Commands"
         short = (command.short_help or (command.help or "").strip().split("\n")[0]).strip()
         panels.setdefault(title, []).append((name, short))
+        if short.startswith("failed to load"):
+            print(f"warning: '{ctx.command_path} {name}' {short}", file=sys.stderr)
     for title, rows in panels.items():
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold cyan", no_wrap=True)

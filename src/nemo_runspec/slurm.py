@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError, SubmissionError
-from nemo_runspec.execution import create_executor, job_slug, profile_values
+from nemo_runspec.execution import (
+    _container_image,
+    bare_metal_env,
+    bare_metal_python,
+    create_executor,
+    job_slug,
+    profile_values,
+)
 from nemo_runspec.secret_file import SECRET_FILE_NAME
 
 TERMINAL_STATES = {
@@ -66,6 +73,17 @@ class PreparedJob:
     values: dict[str, Any]
     secrets: dict[str, str] = field(default_factory=dict)
     entrypoint: str = "python"
+    launch: str = "direct"
+
+    @property
+    def is_ray(self) -> bool:
+        """True when the job runs as the driver of a Ray cluster (our template)."""
+        return self.launch == "ray"
+
+    @property
+    def ray_log_dir(self) -> str:
+        """Log dir of a Ray job (the template's ``$LOG_DIR``); exists before sbatch."""
+        return os.path.join(self.job_dir, "ray", "logs")
 
     @property
     def tunnel_kind(self) -> str:
@@ -155,13 +173,19 @@ def prepare_job(
     elif exp_id.rpartition("_")[0] != title:
         raise ExecutionError(f"experiment id {exp_id!r} must look like '{title}_<suffix>'")
     base = Path(base_dir).absolute() if base_dir else default_base_dir(values)
+    launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
     job = PreparedJob(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
-        secrets=dict(secrets or {}),
+        secrets=dict(secrets or {}), launch="direct" if launch == "python" else launch,
     )
+    bare_metal = _container_image(values, runspec) is None
+    plain = dict(env_vars or {})
+    if bare_metal and values.get("executor") == "slurm":
+        plain = bare_metal_env(plain)
+        job.entrypoint = bare_metal_python()
     job.executor = create_executor(
-        env=values, mode=mode, job_name=name, runspec=runspec, env_vars=dict(env_vars or {}),
+        env=values, mode=mode, job_name=name, runspec=runspec, env_vars=plain,
         packager=packager, startup_commands=startup_commands, job_dir=base,
         secret_file=job.secret_path, dependencies=dependencies,
     )
@@ -170,6 +194,11 @@ def prepare_job(
 
 def _task(job: PreparedJob) -> Any:
     import nemo_run as run
+
+    if job.is_ray:
+        from nemo_runspec.ray_slurm import ray_script
+
+        return ray_script(job.script, job.args, entrypoint=job.entrypoint)
 
     return run.Script(path=job.script, args=list(job.args), entrypoint=job.entrypoint)
 
@@ -371,6 +400,8 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
     try:
         with quiet_nemo_run():
             _place_secrets(job, executor.tunnel)
+            if job.is_ray:  # Slurm opens the --output file before the script can mkdir
+                _make_remote_dir(job, job.ray_log_dir)
             exp = _experiment(job, job.base_dir)
             with exp:
                 exp.add(_task(job), executor=executor, name=job.name)
@@ -393,12 +424,25 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         raise ExecutionError(f"submitting {job.name} failed: {exc}") from exc
+    if job.is_ray:  # the driver's output goes to the batch log
+        sbatch_log = os.path.join(job.ray_log_dir, f"sbatch_{job_name}_{job_id}.out")
+        log = sbatch_log
+    else:
+        log = os.path.join(job.job_dir, f"log-{job_name}_{job_id}_0.out")
+        sbatch_log = os.path.join(job.job_dir, f"sbatch_{job_name}_{job_id}.out")
     return SubmittedJob(
         job_id=job_id, job_dir=job.job_dir, name=job.name, prepared=job,
-        log_path=os.path.join(job.job_dir, f"log-{job_name}_{job_id}_0.out"),
-        sbatch_log_path=os.path.join(job.job_dir, f"sbatch_{job_name}_{job_id}.out"),
-        sbatch_path=job.sbatch_path,
+        log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
     )
+
+
+def _make_remote_dir(job: PreparedJob, path: str) -> None:
+    if job.tunnel_kind == "local":
+        os.makedirs(path, exist_ok=True)
+        return
+    rc, _, err = _Remote(job).run(f"mkdir -p {shlex.quote(path)}")
+    if rc != 0:
+        raise ExecutionError(f"could not create {path} on {job.values.get('host')}: {err.strip()}")
 
 
 def _cleanup_failed(job: PreparedJob, tunnel: Any) -> None:

@@ -105,13 +105,11 @@ class NemotronGroup(FastHelpGroup):
         return super().get_command(ctx, cmd_name)
 
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:
-        """Typer's help, then one warning line per group that failed to load."""
+        """Group help (warns on stderr for each group that failed to load), then globals."""
         super().format_help(ctx, formatter)
         from nemo_runspec.help import render_global_options
 
         render_global_options()
-        for name, error in self.load_errors.items():
-            print(f"warning: command group '{name}' failed to load: {error}", file=sys.stderr)
 
     def main(  # type: ignore[override]
         self,

@@ -1,0 +1,86 @@
+"""Ray clusters on the local 2-node Slurm cluster, through our template and nemo-run."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+import pytest
+
+pytestmark = [pytest.mark.slurm]
+
+run = pytest.importorskip("nemo_run")
+from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
+
+DRIVER = textwrap.dedent("""
+    import os, socket, sys
+    import ray
+
+    ray.init()  # RAY_ADDRESS is exported by the template
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    print("RAY_NODES", len(alive), flush=True)
+
+    @ray.remote(num_cpus=1)
+    def where():
+        return os.environ.get("SLURMD_NODENAME", socket.gethostname())
+
+    # a task per CPU so both raylets get work
+    seen = sorted(set(ray.get([where.remote() for _ in range(8)])))
+    print("TASK_NODES", ",".join(seen), flush=True)
+    sys.exit(int(os.environ.get("DRIVER_EXIT", "0")))
+""")
+
+
+def _spec(nodes=2):
+    return NS(name="e2e/ray", image=None, run=NS(launch="ray"),
+              resources=NS(nodes=nodes, gpus_per_node=0), env={})
+
+
+def _profile(**over):
+    return {"executor": "slurm", "account": "testacct", "partition": "debug",
+            "container_image": "", "gpus_per_node": 0, "time": "00:10:00",
+            "nodes": 2, "cpus_per_task": 1, "ray_timeout": 240} | over
+
+
+def _job(tmp_path: Path, prof=None, exp_id=None, env_vars=None):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    return prepare_job(env=prof or _profile(), mode="batch", runspec=_spec(), packager=run.Packager(),
+                       script=str(script), base_dir=tmp_path / "jobs", exp_id=exp_id,
+                       env_vars=env_vars or {})
+
+
+def test_ray_job_spans_both_nodes_runs_prestart_once_per_node(tmp_path, slurm_cluster):
+    marker = tmp_path / "prestart.txt"
+    prof = _profile(startup_commands=[f"echo $SLURMD_NODENAME >> {marker}"])
+    job = _job(tmp_path, prof, exp_id="e2e-ray_twonodes")
+    rendered = render_sbatch(job)
+    assert "--container-image" not in rendered and "--mpi=pmix" not in rendered
+    out = io.StringIO()
+    sub = submit(job, attached=True, out=out, poll=1.0)
+    log = Path(sub.log_path).read_text()
+    assert sub.exit_code == 0, log
+    assert "RAY_NODES 2" in log
+    assert "[ray] cluster ready" in out.getvalue()
+    assert sorted(marker.read_text().split()) == ["n1", "n2"]  # once on each node
+    # what ran is byte-identical to what the dry run showed
+    assert Path(sub.sbatch_path).read_text() == rendered
+    assert Path(job.ray_log_dir).is_dir()
+
+
+def test_driver_exit_code_becomes_job_exit_code(tmp_path, slurm_cluster):
+    job = _job(tmp_path, _profile(nodes=1), env_vars={"DRIVER_EXIT": "7"})
+    sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
+    assert sub.exit_code == 7
+    assert sub.state == "FAILED"
+    assert "driver exited with code 7" in Path(sub.log_path).read_text()
+
+
+def test_raylet_that_cannot_start_fails_fast_with_message(tmp_path, slurm_cluster):
+    # a pre-start command that fails kills the raylet start on that node
+    job = _job(tmp_path, _profile(nodes=1, startup_commands=["exit 5"], ray_timeout=60))
+    sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
+    assert sub.exit_code != 0
+    assert "exited during start-up" in Path(sub.log_path).read_text()
