@@ -51,11 +51,15 @@ def _nemotron(sandbox, *args, timeout=120):
                           capture_output=True, text=True, timeout=timeout)
 
 
+_LATER_SECTIONS = ("Artifacts (", "sbatch script", "Local command")
+
+
 def _section(output: str, start: str, end: str | None) -> dict:
     body = output[output.index(start):]
     body = body.split("\n", 1)[1]
-    if end:
-        body = body[: body.index(end)]
+    ends = [body.index(m) for m in ((end,) if end else _LATER_SECTIONS) if m in body]
+    if ends:
+        body = body[: min(ends)]
     return yaml.safe_load(body)
 
 

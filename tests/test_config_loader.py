@@ -254,3 +254,45 @@ def test_import_does_not_pull_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_outside_config_defaults_found_in_recipe_config_dir(cfgdir: Path, tmp_path: Path) -> None:
+    mine = write(tmp_path / "elsewhere" / "mine.yaml", "defaults: [default]\ntrain:\n  lr: 0.5\n")
+    cfg = parse_config(ctx(str(mine)), cfgdir, "default")
+    recipe_default = OmegaConf.load(cfgdir / "default.yaml")
+    # everything from the recipe's default.yaml is inherited, mine.yaml wins on top
+    for key in recipe_default.train:
+        if key != "lr":
+            assert cfg.train[key] == recipe_default.train[key]
+    assert cfg.train.lr == 0.5
+    info = config_info(cfg)
+    assert info is not None
+    assert info.files == [cfgdir / "default.yaml", mine]
+
+
+def test_defaults_next_to_including_file_win_over_config_dir(cfgdir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    write(other / "default.yaml", "train:\n  origin: sibling\n")
+    mine = write(other / "mine.yaml", "defaults: [default]\nx: 1\n")
+    cfg = parse_config(ctx(str(mine)), cfgdir, "default")
+    assert cfg.train.origin == "sibling"
+    assert config_info(cfg).files[0] == other / "default.yaml"
+
+
+def test_defaults_chain_from_outside_reaches_config_dir_parents(cfgdir: Path, tmp_path: Path) -> None:
+    # mine -> tiny (config dir) -> default (config dir)
+    mine = write(tmp_path / "elsewhere" / "mine.yaml", "defaults: tiny\nx: 2\n")
+    cfg = parse_config(ctx(str(mine)), cfgdir, "default")
+    assert cfg.train.iters == 5
+    assert [p.name for p in config_info(cfg).files] == ["default.yaml", "tiny.yaml", "mine.yaml"]
+
+
+def test_unknown_default_from_outside_names_both_places(cfgdir: Path, tmp_path: Path) -> None:
+    mine = write(tmp_path / "elsewhere" / "mine.yaml", "x: 1\ndefaults: [defualt]\n")
+    with pytest.raises(ConfigError) as ei:
+        parse_config(ctx(str(mine)), cfgdir, "default")
+    err = ei.value
+    assert err.path is not None and Path(err.path) == mine
+    assert err.line == 2
+    assert str(tmp_path / "elsewhere") in err.problem and str(cfgdir) in err.problem
+    assert "did you mean 'default'" in (err.hint or "")

@@ -434,6 +434,7 @@ def test_valid_full_profile_all_keys(tmp_path):
         identity = "~/.ssh/id_ed25519"
         remote_job_dir = "/lustre/jobs"
         job_dir = "/tmp/jobs"
+        workdir = "/opt/project"
         dependency_type = "afterany"
         ray_port_base = 20000
         ray_timeout = 600
@@ -663,8 +664,80 @@ def test_profile_keys_cover_spec():
         "constraint exclude gres container_image mounts env_vars startup_commands retries "
         "job_name_prefix srun_args sbatch_options packager packager_include_pattern "
         "packager_relative_path packager_subpath packagers check_uncommitted tunnel host user "
-        "port identity remote_job_dir job_dir dependency_type ray_port_base ray_timeout "
+        "port identity remote_job_dir job_dir workdir dependency_type ray_port_base ray_timeout "
         "local_nproc local_launcher"
     ).split()
     assert set(envmod.PROFILE_KEYS) == set(spec)
     assert "setup" not in envmod.PROFILE_KEYS
+
+
+def test_hybrid_sub_packagers_accept_code_and_self_contained_with_flags(tmp_path):
+    path = write(
+        tmp_path / "env.toml",
+        """
+        [h]
+        packager = "hybrid"
+        [h.packagers.main]
+        packager = "code"
+        check_uncommitted = false
+        include_submodules = false
+        [h.packagers.script]
+        packager = "self_contained"
+        [h.packagers.lib]
+        packager = "git"
+        include_submodules = true
+        """,
+    )
+    prof = load_env_profile("h", path)
+    subs = prof.values["packagers"]
+    assert subs["main"]["packager"] == "code"
+    assert subs["main"]["check_uncommitted"] is False
+    assert subs["main"]["include_submodules"] is False
+    assert subs["script"]["packager"] == "self_contained"
+    assert subs["lib"]["include_submodules"] is True
+
+
+@pytest.mark.parametrize(
+    "line,key",
+    [
+        ('packager = "hybird"', "packager"),
+        ('packager = "git"\ninclude_submodules = "yes"', "include_submodules"),
+        ('packager = "git"\ncheck_uncommitted = 1', "check_uncommitted"),
+    ],
+)
+def test_sub_packager_bad_values_are_errors(tmp_path, line, key):
+    path = write(tmp_path / "env.toml", '[h]\npackager = "hybrid"\n[h.packagers.x]\n' + line + "\n")
+    with pytest.raises(EnvFileError) as ei:
+        load_env_profile("h", path)
+    assert key in str(ei.value)
+    assert str(path) in str(ei.value)
+
+
+def test_workdir_key(tmp_path):
+    path = write(tmp_path / "env.toml", '[n]\npackager = "none"\nworkdir = "/lustre/code/nemotron"\n')
+    prof = load_env_profile("n", path)
+    assert prof.values["workdir"] == "/lustre/code/nemotron"
+    bad = write(tmp_path / "bad.toml", "[n]\nworkdir = 3\n")
+    with pytest.raises(EnvFileError, match="workdir"):
+        load_env_profile("n", bad)
+
+
+def test_ray_keys_and_timeout_default(tmp_path):
+    path = write(tmp_path / "env.toml", "[r]\nray_port_base = 21000\n[d]\nexecutor = \"local\"\n")
+    prof = load_env_profile("r", path)
+    assert prof.values["ray_port_base"] == 21000
+    assert "ray_timeout" not in prof.values
+    assert prof.get("ray_timeout") == 300  # documented default: seconds to wait for Ray nodes
+    for bad in ("ray_timeout = 0", "ray_port_base = 80", 'ray_timeout = "300"'):
+        p = write(tmp_path / "bad.toml", "[r]\n" + bad + "\n")
+        with pytest.raises(EnvFileError, match=bad.split()[0]):
+            load_env_profile("r", p)
+
+
+def test_ray_profile_keys_reach_template_env(tmp_path):
+    from nemo_runspec.ray_slurm import ray_env_vars
+
+    path = write(tmp_path / "env.toml", "[r]\nray_port_base = 21000\nray_timeout = 42\n")
+    prof = load_env_profile("r", path)
+    env = ray_env_vars(python=None, port_base=prof.get("ray_port_base"), timeout=prof.get("ray_timeout"))
+    assert env == {"NEMOTRON_RAY_PORT_BASE": "21000", "NEMOTRON_RAY_TIMEOUT": "42"}

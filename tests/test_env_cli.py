@@ -185,3 +185,101 @@ def test_debug_shows_traceback(env_file, tmp_path):
         capture_output=True, text=True, env=env, timeout=60,
     )
     assert proc.returncode != 0 and "Traceback" in proc.stderr and "EnvFileError" in proc.stderr
+
+
+# --- through the real `nemotron` entry point (global options are stripped from argv) ---
+
+NEMOTRON = Path(sys.executable).parent / "nemotron"
+
+
+def _nemotron(args: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", **extra_env}
+    env.pop("NEMOTRON_DEBUG", None)
+    if "NEMOTRON_ENV_FILE" not in extra_env:
+        env.pop("NEMOTRON_ENV_FILE", None)
+    return subprocess.run([str(NEMOTRON), *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["env", "list", "--env-file", "{f}"],
+        ["--env-file", "{f}", "env", "list"],
+        ["env", "list", "--env-file={f}"],
+    ],
+)
+def test_nemotron_env_list_global_env_file(env_file, tmp_path, args):
+    # run from a directory with no env.toml: only the option can find the file
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    (work / ".git").mkdir()  # project root marker: discovery stops here
+    proc = _nemotron([a.format(f=env_file) for a in args], cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert f"env file: {env_file}" in proc.stdout
+    for name in ("base", "dev", "loc"):
+        assert name in proc.stdout
+
+
+def test_nemotron_env_show_global_env_file(env_file, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / ".git").mkdir()
+    proc = _nemotron(["--env-file", str(env_file), "env", "show", "dev", "--json"], cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["values"]["nodes"] == 2 and data["values"]["account"] == "acct"
+    assert SECRET not in proc.stdout
+
+
+def test_nemotron_env_list_from_env_var(env_file, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / ".git").mkdir()
+    proc = _nemotron(["env", "list"], cwd=work, NEMOTRON_ENV_FILE=str(env_file))
+    assert proc.returncode == 0, proc.stderr
+    assert f"env file: {env_file}" in proc.stdout
+    proc = _nemotron(["env", "list"], cwd=work)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "no env.toml" in proc.stderr
+
+
+def test_nemotron_missing_global_env_file_is_one_line_error(tmp_path):
+    missing = tmp_path / "nope.toml"
+    proc = _nemotron(["env", "show", "dev", "--env-file", str(missing)], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert str(missing) in proc.stderr and "Traceback" not in proc.stderr
+
+
+_IMPORTS = """
+import sys
+sys.argv = ["nemotron", *sys.argv[1:]]
+from nemotron.cli.bin.nemotron import main
+try:
+    main()
+except SystemExit:
+    pass
+print("HEAVY=" + ",".join(m for m in ("pydantic", "omegaconf", "nemo_run") if m in sys.modules),
+      file=sys.stderr)
+"""
+
+
+def _heavy(stderr: str) -> list[str]:
+    line = [x for x in stderr.splitlines() if x.startswith("HEAVY=")][-1]
+    return [m for m in line[len("HEAVY="):].split(",") if m]
+
+
+@pytest.mark.parametrize("args", [["env", "--help"], ["runspec", "--help"], ["env", "show", "--help"]])
+def test_help_imports_no_heavy_modules(args, tmp_path):
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert "Usage" in proc.stdout
+    assert _heavy(proc.stderr) == []  # none of the heavy modules was imported
+
+
+def test_env_list_imports_no_omegaconf_or_nemo_run(env_file, tmp_path):
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS, "env", "list", "--env-file", str(env_file)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "dev" in proc.stdout
+    heavy = _heavy(proc.stderr)
+    assert "omegaconf" not in heavy and "nemo_run" not in heavy

@@ -26,7 +26,17 @@ _EXPORTS = {
     "RunspecError": "nemo_runspec.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "NemoRunspecError",
+    "Runspec",
+    "RunspecConfig",
+    "RunspecError",
+    "RunspecResources",
+    "RunspecRun",
+    "__version__",
+    "parse",
+    "parse_text",
+]
 
 if TYPE_CHECKING:
     from nemo_runspec._models import Runspec, RunspecConfig, RunspecResources, RunspecRun

@@ -490,7 +490,8 @@ def get_registry() -> ArtifactRegistry:
         if root:
             _REGISTRY = ArtifactRegistry(root)
         else:
-            _REGISTRY = registry_from_config(*_env_sections())
+            artifacts, wandb = _env_sections()
+            _REGISTRY = registry_from_config(artifacts, wandb=wandb)
     return _REGISTRY
 
 

@@ -7,7 +7,7 @@ a job has no side effects: nothing is written, resolved or contacted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.secrets import redact, redact_text
@@ -119,8 +119,12 @@ def display_dry_run(
     *,
     env_profile: Any = None,
     console: Console | None = None,
+    scripts: Mapping[str, str] | None = None,
+    commands: Sequence[str] | None = None,
+    artifacts: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
-    """Print what would run: header, ``run.env`` with provenance, job and train YAML.
+    """Print what would run: header, ``run.env`` with provenance, job and train YAML,
+    then the exact sbatch script(s) (``scripts``: title -> text) or local command lines.
 
     Args:
         job_config: the compiled job config (train config + ``run:`` section).
@@ -165,3 +169,20 @@ def display_dry_run(
     out.print(data["job_yaml"], markup=False, highlight=False, soft_wrap=True, end="")
     out.print("[bold]Train config[/bold] (train.yaml, what the script receives)")
     out.print(data["train_yaml"], markup=False, highlight=False, soft_wrap=True, end="")
+    if artifacts:
+        art_table = Table(title="Artifacts (${art:...} as of now)", title_justify="left", expand=False)
+        art_table.add_column("reference", style="bold")
+        art_table.add_column("resolves to", overflow="fold")
+        for a in artifacts:
+            if "path" in a:
+                art_table.add_row(str(a["ref"]), f"v{a['version']}  {a['path']}")
+            else:
+                art_table.add_row(str(a["ref"]), f"[red]{a.get('error')}[/red]" if a.get("error") else str(a.get("note")))
+        out.print(art_table)
+    for title, text in (scripts or {}).items():
+        # Byte-identical to what submission writes: printed raw, never re-wrapped.
+        out.print(f"[bold]{title}[/bold] (exact script that would be submitted)")
+        out.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")
+    for line in commands or ():
+        out.print("[bold]Local command[/bold]")
+        out.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 ExecutorName = Literal["local", "slurm"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
-SubPackagerName = Literal["git", "pattern"]
+SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
 
 # Slurm --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 _SLURM_TIME = re.compile(
@@ -45,6 +45,8 @@ class SubPackager(BaseModel):
     include_pattern: str | list[str] | None = None
     relative_path: str | None = None
     subpath: str | None = None
+    check_uncommitted: bool | None = None
+    include_submodules: bool | None = None
 
     @model_validator(mode="after")
     def _pattern_needs_include(self) -> SubPackager:
@@ -74,7 +76,7 @@ class EnvProfileModel(BaseModel):
     nodes: int | None = Field(default=None, ge=1)
     ntasks_per_node: int | None = Field(default=None, ge=1)
     gpus_per_node: int | None = Field(default=None, ge=0)
-    nproc_per_node: int | None = Field(default=None, ge=1)
+    nproc_per_node: int | None = Field(default=None, ge=0)
     cpus_per_task: int | None = Field(default=None, ge=1)
     mem: str | None = None
     time: str | None = None
@@ -101,6 +103,8 @@ class EnvProfileModel(BaseModel):
     packager_subpath: str | None = None
     packagers: dict[str, SubPackager] | None = None
     check_uncommitted: bool | None = None
+    # working directory on the cluster when packager = "none" (the code is already there)
+    workdir: str | None = None
     # tunnel
     tunnel: Literal["local", "ssh"] | None = None
     host: str | None = None
@@ -109,7 +113,8 @@ class EnvProfileModel(BaseModel):
     identity: str | None = None
     remote_job_dir: str | None = None
     job_dir: str | None = None
-    # Ray
+    # Ray (exported to the Ray template as NEMOTRON_RAY_PORT_BASE / NEMOTRON_RAY_TIMEOUT;
+    # ray_timeout = seconds to wait for all Ray nodes to join)
     ray_port_base: int | None = Field(default=None, ge=1024, le=65000)
     ray_timeout: int | None = Field(default=None, ge=1)
     # local execution
@@ -206,4 +211,5 @@ PROFILE_DEFAULTS: dict[str, object] = {
     "check_uncommitted": True,
     "tunnel": "local",
     "dependency_type": "afterok",
+    "ray_timeout": 300,
 }

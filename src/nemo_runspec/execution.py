@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError
@@ -100,6 +101,9 @@ def build_env_vars(
     environ = os.environ if environ is None else environ
     values = profile_values(env)
     merged: dict[str, str] = {}
+    root = artifacts_root_for_job()
+    if root:
+        merged["NEMOTRON_ARTIFACTS_ROOT"] = root
     if runspec is not None:
         merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
     merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
@@ -119,6 +123,35 @@ def build_env_vars(
     plain = {k: v for k, v in merged.items() if not is_secret_name(k)}
     secrets = {k: v for k, v in merged.items() if is_secret_name(k)}
     return plain, secrets
+
+
+def artifacts_root_for_job() -> str | None:
+    """The artifact registry root the job must use (``NEMOTRON_ARTIFACTS_ROOT``).
+
+    The job cannot see the submitter's env.toml, so the root resolved here
+    (``$NEMOTRON_ARTIFACTS_ROOT``, env.toml ``[artifacts]``, ``$NEMOTRON_HOME/artifacts``)
+    is handed over. None for the W&B backend (it needs no root).
+    """
+    from nemo_runspec.artifact_registry import FsspecBackend, get_registry
+
+    backend = get_registry().backend
+    return backend.url if isinstance(backend, FsspecBackend) else None
+
+
+def job_env(job_config: Any) -> dict[str, Any]:
+    """The merged execution settings (``run.env``) as a plain dict.
+
+    This is what executors and packagers should read: it already applies the
+    precedence runspec < recipe YAML ``run.env`` < env.toml profile < CLI
+    ``run.env.KEY=...``. Interpolations are kept as text (shell ``${VAR}`` stays
+    for the shell).
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    run_env = _get(job_config, "run", "env", default={})
+    if isinstance(run_env, DictConfig):
+        return OmegaConf.to_container(run_env, resolve=False)  # type: ignore[return-value]
+    return dict(run_env or {})
 
 
 def get_startup_commands(env: Any) -> list[str]:
@@ -324,3 +357,128 @@ def shell_value(value: Any) -> str:
 def _as_handle(job_id: str) -> str:
     """nemo-run expects TorchX handles for dependencies; wrap a bare Slurm job id."""
     return job_id if "://" in str(job_id) else f"slurm_tunnel://nemo_run/{job_id}"
+
+
+# --------------------------------------------------------------------------- local runs
+
+
+def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
+    """GPUs this machine offers, without importing torch.
+
+    ``CUDA_VISIBLE_DEVICES`` wins when set (empty means none); otherwise the
+    number of ``nvidia-smi -L`` lines; 0 when there is no driver.
+    """
+    import shutil
+    import subprocess
+
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def local_nproc(run_env: Mapping[str, Any], launch: str, *, gpus: int | None = None) -> int:
+    """Processes for a local torchrun: one per GPU, else the CPU fallback.
+
+    With GPUs: ``min(gpus_per_node, visible GPUs)`` (all visible when
+    ``gpus_per_node`` is unset). Without a GPU: ``local_nproc`` (profile key or
+    ``run.env.local_nproc``), default 1 — a CPU fallback so recipes still run
+    on a laptop. ``ray``/``direct`` recipes always run as one process.
+    """
+    if launch != "torchrun":
+        return 1
+    gpus = visible_gpus() if gpus is None else gpus
+    if gpus > 0:
+        wanted = int(run_env.get("nproc_per_node") or run_env.get("gpus_per_node") or gpus)
+        return max(1, min(wanted, gpus))
+    return max(1, int(run_env.get("local_nproc") or 1))
+
+
+def local_command(script_path: str, train_yaml: str, passthrough: Sequence[str], *,
+                  launch: str, nproc: int = 1) -> list[str]:
+    """The command that runs a recipe script here: torchrun or plain python."""
+    import sys
+
+    if launch == "torchrun":
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    f"--nproc-per-node={nproc}"]
+    else:
+        launcher = [sys.executable]
+    return [*launcher, str(script_path), "--config", str(train_yaml), *passthrough]
+
+
+def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] = (),
+                  job_dir: str | os.PathLike[str] | None = None) -> int:
+    """Run a recipe on this machine in a staged job dir; return its exit code.
+
+    The job dir (``job.yaml``, ``train.yaml``) is created atomically; startup
+    commands run once, before the launcher (never once per worker); the script
+    runs with the job dir as cwd and ``NEMOTRON_JOB_DIR`` set. Env vars: the
+    runspec's ``env``, then ``run.env.env_vars`` (secrets stay in memory, this
+    is the user's own machine).
+    """
+    import subprocess
+    import sys
+
+    from nemo_runspec.config import (
+        extract_train_config,
+        generate_job_dir,
+        save_configs,
+        staged_job_dir,
+    )
+
+    run_env = _get(job_config, "run", "env", default={}) or {}
+    launch = _launch(runspec)
+    train_config = extract_train_config(job_config, for_remote=True)
+    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name)
+    with staged_job_dir(final) as staging:
+        save_configs(job_config, train_config, staging)
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (getattr(runspec, "env", None) or {}).items()})
+    env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
+    env["NEMOTRON_JOB_DIR"] = str(final)
+    print(f"job dir: {final}", file=sys.stderr)
+    for cmd in run_env.get("startup_commands") or []:
+        code = subprocess.call(["bash", "-c", str(cmd)], cwd=final, env=env)
+        if code != 0:
+            raise ExecutionError(f"startup command failed with exit code {code}: {cmd}",
+                                 key="startup_commands")
+    nproc = local_nproc(run_env, launch)
+    cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
+                        launch=launch, nproc=nproc)
+    try:
+        return subprocess.call(cmd, cwd=final, env=env)
+    except OSError as exc:
+        raise ExecutionError(f"could not start {cmd[0]}: {exc}") from exc
+
+
+def code_env(plan: Any) -> dict[str, str]:
+    """Env vars that make the job import the *packaged* code, not an installed copy.
+
+    With a ``src/`` layout in the archive, ``/nemo_run/code/src`` goes first on
+    ``PYTHONPATH`` (nemo-run maps ``/nemo_run`` to the job dir without a
+    container); otherwise an editable install on a shared filesystem would
+    silently run the submitter's live tree instead of the snapshot.
+    """
+    script = str(getattr(plan, "script", "") or "")
+    if getattr(plan, "kind", None) in ("git", "code", "hybrid", "pattern") and script.startswith("src/"):
+        return {"PYTHONPATH": "/nemo_run/code/src:${PYTHONPATH:-}"}
+    return {}
+
+
+def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()) -> str:
+    """The local command line :func:`execute_local` would run (job dir not yet known)."""
+    import shlex as _shlex
+
+    run_env = _get(job_config, "run", "env", default={}) or {}
+    launch = _launch(runspec)
+    cmd = local_command(str(runspec.script_path), "<job dir>/train.yaml", passthrough,
+                        launch=launch, nproc=local_nproc(run_env, launch))
+    return " ".join(_shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)

@@ -60,11 +60,15 @@ def upload_secret_file(sftp: Any, remote_path: str, secrets: Mapping[str, Any]) 
 
 
 def source_snippet(remote_path: str) -> str:
-    """Shell line for the sbatch setup: source and delete the file with tracing off."""
+    """Shell line for the sbatch setup: source and delete the file with tracing off.
+
+    The shell's ``-v``/``-x`` flags are restored afterwards, so templates that
+    trace (nemo-run's) keep tracing and ours (no tracing) stay quiet.
+    """
     q = shlex.quote(remote_path)
     return (
-        "{ set +vx; } 2>/dev/null; "
+        "{ _nemotron_flags=$-; set +vx; } 2>/dev/null; "
         f"if [ -f {q} ]; then set -a; . {q}; set +a; rm -f {q}; "
         f"else echo 'nemotron: secrets file {remote_path} is missing' >&2; fi; "
-        "set -vx"
+        "case $_nemotron_flags in *v*) set -v;; esac; case $_nemotron_flags in *x*) set -x;; esac"
     )

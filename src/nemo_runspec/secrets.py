@@ -13,16 +13,36 @@ from typing import Any
 
 REDACTED = "***REDACTED***"
 
-# Name fragments that mark a credential. Matched on word boundaries of
-# snake/camel/kebab case so that e.g. "tokenizer" or "max_tokens" is NOT a secret.
-_SECRET_WORDS = (
-    "key", "apikey", "token", "secret", "password", "passwd", "pwd", "credential",
-    "credentials", "auth", "pat", "passphrase", "private",
-)
-_NOT_SECRET_NAMES = {
-    "tokenizer", "tokens", "max_tokens", "num_tokens", "key_path", "key_file", "keys",
-    "sort_key", "cache_key", "primary_key", "public_key", "ssh_key_path",
-}
+# How a name is judged (split into lower-case words on snake/camel/kebab case):
+#
+# - a *strong* word anywhere makes it a secret (``DB_PASSWORD``, ``client_secret``),
+#   unless the name ends in a path-like word (``password_file`` holds a path);
+# - a *weak* word (key, token, auth, pat) makes it a secret only as the last word,
+#   and only when the word before it is not an ordinary data/tokenizer word:
+#   ``prompt_key``, ``sort_key``, ``pad_token`` and ``max_tokens`` are not secrets,
+#   ``api_key``, ``secret_key``, ``HF_TOKEN`` and ``auth_token`` are.
+_STRONG_WORDS = frozenset({
+    "apikey", "secret", "password", "passwd", "pwd", "passphrase", "credential", "credentials",
+})
+_WEAK_WORDS = frozenset({"key", "token", "auth", "pat"})
+# Words before ``_key`` that make it a data-field / index key, not a credential.
+_DATA_KEY_WORDS = frozenset({
+    "prompt", "text", "answer", "label", "labels", "input", "inputs", "output", "outputs",
+    "message", "messages", "content", "role", "id", "name", "field", "column", "sort",
+    "cache", "group", "dict", "lookup", "primary", "foreign", "partition", "hash", "join",
+    "question", "response", "context", "system", "chosen", "rejected", "completion",
+    "target", "source", "image", "tools", "conversation", "conversations", "public", "ssh",
+    "metadata", "data", "dataset", "split", "value", "index", "map", "shard", "sample",
+})
+# Words before ``_token`` that make it a tokenizer setting or a count, not a credential.
+_TOKENIZER_WORDS = frozenset({
+    "pad", "eos", "bos", "unk", "sep", "cls", "mask", "special", "start", "end", "image",
+    "max", "min", "num", "total", "first", "last", "next", "stop", "extra", "added",
+})
+# A name ending in one of these holds where a secret lives, not the secret itself.
+_PATH_WORDS = frozenset({"file", "path", "dir", "filename", "filepath", "env", "var"})
+# Whole names that look like credentials but are not.
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 # Values that look like credentials even under an innocent name.
@@ -43,15 +63,26 @@ def is_secret_name(name: str) -> bool:
     """
     if not name:
         return False
-    lowered = name.lower()
-    if lowered in _NOT_SECRET_NAMES:
+    if name.lower() in _NOT_SECRET_NAMES:
         return False
     words = [w.lower() for w in _SPLIT.split(name) if w]
-    if any(w in _NOT_SECRET_NAMES for w in words) and not any(
-        w in ("token", "secret", "password", "apikey") for w in words
-    ):
+    if not words or words[-1] in _PATH_WORDS:
         return False
-    return any(w in _SECRET_WORDS for w in words)
+    if len(words) > 2 and words[-2:] == ["key", "id"]:
+        words = words[:-1]  # AWS_ACCESS_KEY_ID is judged like AWS_ACCESS_KEY
+    if any(w in _STRONG_WORDS for w in words):
+        return True
+    last = words[-1]
+    if last not in _WEAK_WORDS:
+        return False
+    before = words[-2] if len(words) > 1 else None
+    if last == "key" and before in _DATA_KEY_WORDS:
+        return False
+    if last == "token" and before in _TOKENIZER_WORDS:
+        return False
+    if last in ("auth", "pat") and before is None:
+        return False  # a bare "auth"/"pat" is usually a mode or pattern name
+    return True
 
 
 def redact(obj: Any, *, extra_values: Iterable[str] = ()) -> Any:
@@ -69,7 +100,7 @@ def _redact(obj: Any, values: list[str]) -> Any:
     if isinstance(obj, Mapping):
         out = {}
         for k, v in obj.items():
-            if isinstance(k, str) and is_secret_name(k) and v not in (None, "", REDACTED):
+            if isinstance(k, str) and is_secret_name(k) and v not in (None, "", REDACTED) and not _is_reference(v):
                 out[k] = REDACTED if not isinstance(v, (Mapping, list, tuple)) else _redact(v, values)
             else:
                 out[k] = _redact(v, values)
@@ -79,6 +110,11 @@ def _redact(obj: Any, values: list[str]) -> Any:
     if isinstance(obj, str):
         return redact_text(obj, values)
     return obj
+
+
+def _is_reference(value: Any) -> bool:
+    """True for an unresolved interpolation such as ``${oc.env:HF_TOKEN}`` (no secret in it)."""
+    return isinstance(value, str) and value.startswith("${") and value.endswith("}") and "}" not in value[2:-1]
 
 
 def redact_text(text: str, values: Iterable[str] = ()) -> str:

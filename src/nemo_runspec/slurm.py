@@ -36,7 +36,6 @@ from nemo_runspec.errors import ExecutionError, SubmissionError
 from nemo_runspec.execution import (
     _container_image,
     bare_metal_env,
-    bare_metal_python,
     create_executor,
     job_slug,
     profile_values,
@@ -74,6 +73,8 @@ class PreparedJob:
     secrets: dict[str, str] = field(default_factory=dict)
     entrypoint: str = "python"
     launch: str = "direct"
+    files: dict[str, str] = field(default_factory=dict)
+    """Files written into the job dir before submission (name -> text), e.g. train.yaml."""
 
     @property
     def is_ray(self) -> bool:
@@ -182,8 +183,10 @@ def prepare_job(
     bare_metal = _container_image(values, runspec) is None
     plain = dict(env_vars or {})
     if bare_metal and values.get("executor") == "slurm":
+        # `python`/`torchrun`/`ray` resolve to the submitting venv through PATH. The
+        # entrypoint stays "python": any other value makes nemo-run's torchrun
+        # component pass --no-python and drop the interpreter.
         plain = bare_metal_env(plain)
-        job.entrypoint = bare_metal_python()
     job.executor = create_executor(
         env=values, mode=mode, job_name=name, runspec=runspec, env_vars=plain,
         packager=packager, startup_commands=startup_commands, job_dir=base,
@@ -377,6 +380,34 @@ def _place_secrets(job: PreparedJob, tunnel: Any) -> None:
         ssh.cleanup()
 
 
+def _place_files(job: PreparedJob) -> None:
+    """Write ``job.files`` into the job dir (locally, or over SFTP for ssh tunnels)."""
+    if not job.files:
+        return
+    if job.tunnel_kind == "local":
+        from nemo_runspec.config.jobdir import atomic_write_text
+
+        os.makedirs(job.job_dir, exist_ok=True)
+        for name, text in job.files.items():
+            atomic_write_text(Path(job.job_dir) / name, text)
+        return
+    from nemo_runspec.tunnels import build_tunnel
+
+    ssh = build_tunnel(job.values, base_dir=job.base_dir)
+    try:
+        ssh.connect()
+        ssh.session.run(f"mkdir -p {shlex.quote(job.job_dir)}", hide=True)
+        sftp = ssh.session.sftp()
+        try:
+            for name, text in job.files.items():
+                with sftp.open(os.path.join(job.job_dir, name), "w") as f:
+                    f.write(text.encode())
+        finally:
+            sftp.close()
+    finally:
+        ssh.cleanup()
+
+
 def _remove_secrets(job: PreparedJob, tunnel: Any) -> None:
     if not job.secrets:
         return
@@ -400,6 +431,7 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
     try:
         with quiet_nemo_run():
             _place_secrets(job, executor.tunnel)
+            _place_files(job)
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
                 _make_remote_dir(job, job.ray_log_dir)
             exp = _experiment(job, job.base_dir)

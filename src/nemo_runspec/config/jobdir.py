@@ -191,20 +191,29 @@ def _to_yaml(cfg: DictConfig | Mapping[str, Any], values: list[str]) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(redact_config(data, values)), resolve=False)
 
 
-def save_configs(
-    job_config: DictConfig, train_config: DictConfig, job_dir: str | os.PathLike[str]
-) -> tuple[Path, Path]:
-    """Write ``job.yaml`` and ``train.yaml`` into ``job_dir``; return their paths.
+def render_configs(job_config: DictConfig, train_config: DictConfig) -> dict[str, str]:
+    """``{"job.yaml": ..., "train.yaml": ...}``: the redacted YAML texts :func:`save_configs` writes.
 
-    Both are redacted: values under secret-looking keys, and every such value
-    wherever else it appears (argv, env var strings), become ``***REDACTED***``.
-    Interpolations are written unresolved. Each file is written atomically.
+    Values under secret-looking keys, and every such value wherever else it
+    appears (argv, env var strings), become ``***REDACTED***``; interpolations
+    stay unresolved (``${art:...}`` resolves on the cluster).
     """
-    d = Path(job_dir)
-    d.mkdir(parents=True, exist_ok=True)
     job_data = OmegaConf.to_container(job_config, resolve=False)
     train_data = OmegaConf.to_container(train_config, resolve=False)
     values = sorted(set(collect_secret_values(job_data) + collect_secret_values(train_data)))
-    job_path = atomic_write_text(d / "job.yaml", _to_yaml(job_data, values))
-    train_path = atomic_write_text(d / "train.yaml", _to_yaml(train_data, values))
+    return {"job.yaml": _to_yaml(job_data, values), "train.yaml": _to_yaml(train_data, values)}
+
+
+def save_configs(
+    job_config: DictConfig, train_config: DictConfig, job_dir: str | os.PathLike[str]
+) -> tuple[Path, Path]:
+    """Write ``job.yaml`` and ``train.yaml`` (see :func:`render_configs`) into ``job_dir``.
+
+    Returns their paths. Each file is written atomically.
+    """
+    d = Path(job_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    texts = render_configs(job_config, train_config)
+    job_path = atomic_write_text(d / "job.yaml", texts["job.yaml"])
+    train_path = atomic_write_text(d / "train.yaml", texts["train.yaml"])
     return job_path, train_path

@@ -7,9 +7,13 @@ Rules (see :func:`parse_config`):
   relative to the current directory).
 - ``defaults: base`` or ``defaults: [base, extra]`` merges the parents first, in
   list order, then the file itself on top (``_self_`` in the list places the file
-  elsewhere, as in Hydra). Names are looked up in the including file's directory;
-  relative paths are relative to that directory too. The ``defaults`` key is
-  removed from the result. Cycles are errors naming the chain.
+  elsewhere, as in Hydra). Each entry (a name or a relative path) is looked up
+  first relative to the directory of the file that names it, then in the
+  recipe's config directory (so ``-c /elsewhere/mine.yaml`` with
+  ``defaults: [default]`` inherits the recipe's ``default.yaml`` unless a
+  ``default.yaml`` sits next to ``mine.yaml``). Absolute paths are used as they
+  are. The ``defaults`` key is removed from the result. Cycles are errors
+  naming the chain.
 - Interpolations (``${...}``, including ``${art:...}``) are never resolved here:
   they may only be resolvable on the cluster.
 """
@@ -183,7 +187,29 @@ def _merge(base: DictConfig, top: DictConfig, path: Path) -> DictConfig:
     return merged
 
 
-def _load_chain(path: Path, stack: list[Path], info: LoadedConfig) -> DictConfig:
+def _resolve_default(entry: str, including: Path, config_dir: Path | None) -> Path:
+    """Find a ``defaults`` entry: next to ``including`` first, then in ``config_dir``."""
+    dirs = [including.parent]
+    if config_dir is not None and Path(config_dir).resolve() != including.parent.resolve():
+        dirs.append(Path(config_dir))
+    first: ConfigError | None = None
+    for d in dirs:
+        try:
+            return resolve_config_path(entry, d, base_dir=d)
+        except ConfigError as exc:
+            first = first or exc
+    assert first is not None
+    where = " or ".join(str(d) for d in dirs)
+    hint = first.hint
+    if not is_config_path(entry):
+        names = sorted({n for d in dirs for n in list_configs(d)})
+        hint = did_you_mean(entry, names, listing=True) if names else "no .yaml configs there"
+    raise ConfigError(f"unknown config '{entry}' in defaults (looked in {where})", hint=hint)
+
+
+def _load_chain(
+    path: Path, stack: list[Path], info: LoadedConfig, config_dir: Path | None = None
+) -> DictConfig:
     real = path.resolve()
     data, text = read_yaml(path)
     line = _defaults_line(text)
@@ -200,25 +226,27 @@ def _load_chain(path: Path, stack: list[Path], info: LoadedConfig) -> DictConfig
                 info.env_files.update({str(k): path for k in env})
             continue
         try:
-            parent = resolve_config_path(entry, path.parent, base_dir=path.parent)
+            parent = _resolve_default(entry, path, config_dir)
         except ConfigError as exc:
-            raise ConfigError(
-                f"unknown config '{entry}' in defaults", path=path, line=line, hint=exc.hint
-            ) from exc
+            raise ConfigError(exc.problem, path=path, line=line, hint=exc.hint) from exc
         parent_real = parent.resolve()
         chain = [*stack, real]
         if parent_real in chain:
             names = [p.name for p in chain[chain.index(parent_real):]] + [parent_real.name]
             raise ConfigError(f"defaults cycle: {' -> '.join(names)}", path=path, line=line)
-        result = _merge(result, _load_chain(parent, chain, info), path)
+        result = _merge(result, _load_chain(parent, chain, info, config_dir), path)
     return result
 
 
 def load_config(config: str, config_dir: str | os.PathLike[str]) -> tuple[DictConfig, LoadedConfig]:
-    """Load config ``config`` (name or path) with its ``defaults:`` chain, no overrides."""
+    """Load config ``config`` (name or path) with its ``defaults:`` chain, no overrides.
+
+    ``defaults`` entries are looked up next to the file naming them, then in
+    ``config_dir``.
+    """
     path = resolve_config_path(config, config_dir)
     info = LoadedConfig(name=config, path=path)
-    cfg = _load_chain(path, [], info)
+    cfg = _load_chain(path, [], info, Path(config_dir))
     return cfg, info
 
 

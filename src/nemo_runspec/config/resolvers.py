@@ -174,3 +174,31 @@ def _write_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, path)
+
+
+def describe_references(cfg: Any) -> list[dict[str, Any]]:
+    """Each artifact reference in ``cfg`` with what it resolves to now (for dry runs).
+
+    Returns ``{"ref", "path", "version"}`` or ``{"ref", "error"}`` per reference.
+    File/fsspec registries are read (local and cheap); a W&B registry is not
+    contacted (``note`` says it resolves on the cluster).
+    """
+    from nemo_runspec.artifact_registry import FsspecBackend, get_registry
+
+    try:
+        refs = collect_references(cfg)
+    except ArtifactError as exc:
+        return [{"ref": "?", "error": str(exc)}]
+    registry = get_registry()
+    out: list[dict[str, Any]] = []
+    for ref in refs:
+        if not isinstance(registry.backend, FsspecBackend):
+            out.append({"ref": ref, "note": "W&B artifact: resolved on the cluster"})
+            continue
+        try:
+            art = registry.resolve(ref)
+        except ArtifactError as exc:
+            out.append({"ref": ref, "error": exc.problem + (f" ({exc.hint})" if exc.hint else "")})
+        else:
+            out.append({"ref": ref, "path": art.path, "version": art.version, "location": registry.location})
+    return out

@@ -1,31 +1,54 @@
-"""Publish a finished data-prep output dir to the artifact registry (if available)."""
+"""Publish a finished data-prep output dir to the artifact registry.
+
+The registry is :func:`nemo_runspec.artifact_registry.get_registry`, so the
+destination follows one rule everywhere: :func:`set_registry`, else
+``$NEMOTRON_ARTIFACTS_ROOT`` (set by the launcher when the data prep runs as a
+Slurm job, so the job publishes where the submitting machine will look), else
+the ``[artifacts]`` section of the discovered env.toml, else
+``$NEMOTRON_HOME/artifacts``.
+"""
 
 from __future__ import annotations
 
-import importlib
+import os
 from pathlib import Path
 from typing import Any
+
+#: Environment variables that carry a process's global rank (first one set wins).
+_RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def global_rank() -> int:
+    """This process's global rank (0 when not launched as one of several ranks)."""
+    for var in _RANK_VARS:
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, Any]) -> Any:
     """Publish ``out_dir`` as artifact ``cfg["publish"]["name"]`` with ``summary`` as metadata.
 
-    No-op when ``publish.name`` is unset. When ``nemo_runspec.artifact_registry`` is
-    not importable, prints a note and returns None. Returns whatever
-    ``ArtifactRegistry.publish`` returns otherwise.
+    ``publish.aliases`` (default ``["latest"]``) are pointed at the new version;
+    ``publish.copy`` copies the payload into the registry instead of recording
+    the path. No-op (returns None) when ``publish.name`` is unset or when this
+    process is not global rank 0 (only one rank publishes). Returns the
+    published :class:`~nemo_runspec.artifact_registry.Artifact`.
     """
     pub = cfg.get("publish") or {}
     name = pub.get("name") if isinstance(pub, dict) else None
     if not name:
         return None
-    try:
-        mod = importlib.import_module("nemo_runspec.artifact_registry")
-    except ImportError:
-        print(f"note: not publishing {name!r}: nemo_runspec.artifact_registry is not available")
+    rank = global_rank()
+    if rank != 0:
+        print(f"note: rank {rank} does not publish {name!r} (rank 0 does)")
         return None
-    registry_cls = mod.ArtifactRegistry
-    registry = registry_cls.from_config() if hasattr(registry_cls, "from_config") else registry_cls()
+    from nemo_runspec.artifact_registry import get_registry
+
+    registry = get_registry()
     aliases = tuple(pub.get("aliases") or ("latest",))
-    result = registry.publish(name, Path(out_dir), metadata=summary, aliases=aliases, copy=bool(pub.get("copy", False)))
-    print(f"published {name} ({', '.join(aliases)})")
-    return result
+    art = registry.publish(name, Path(out_dir), metadata=summary, aliases=aliases,
+                           copy=bool(pub.get("copy", False)))
+    print(f"published {art.ref} ({', '.join(aliases)}) -> {art.path}  [registry: {registry.location}]")
+    return art

@@ -27,7 +27,7 @@ GROUPS: dict[str, tuple[str, str, bool]] = {
     "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False),
     "runspec": ("nemotron.cli.commands.runspec", "app", False),
     "env": ("nemotron.cli.commands.env", "app", False),
-    "kit": ("nemotron.cli.kit", "app", True),
+    "kit": ("nemotron.cli.kit", "app", False),
 }
 
 

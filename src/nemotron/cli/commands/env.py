@@ -15,24 +15,37 @@ from typing import Annotated, Any
 
 import typer
 
+from nemo_runspec.cli_context import GlobalContext
 from nemo_runspec.errors import NemoRunspecError
+from nemo_runspec.recipe_typer import FastHelpGroup
+from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
 
 app = typer.Typer(
     name="env",
-    help="Inspect env.toml execution profiles (used by --run/--batch).",
+    help="Inspect env.toml execution profiles (used by --run/--batch). The file is the "
+    "global --env-file, else $NEMOTRON_ENV_FILE, else the nearest env.toml from the "
+    "current directory up to the project root.",
+    cls=FastHelpGroup,
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+# Under the `nemotron` app the global --env-file is taken out of argv before Typer
+# runs (it lands in the root GlobalContext); this hidden option only serves direct
+# invocations of this sub-app (tests, embedding).
 EnvFileOption = Annotated[
     Path | None,
-    typer.Option(
-        "--env-file",
-        help="env.toml to read (default: $NEMOTRON_ENV_FILE, else the nearest env.toml "
-        "from the current directory up to the project root).",
-        show_default=False,
-    ),
+    typer.Option("--env-file", hidden=True, show_default=False),
 ]
+
+
+def _env_file(ctx: typer.Context, explicit: Path | None) -> str | Path | None:
+    """The env.toml named on the command line: the global option, else the local one."""
+    root = ctx.find_root().obj
+    if isinstance(root, GlobalContext):
+        return root.env_file or explicit
+    return explicit
 
 
 def _fail(exc: NemoRunspecError) -> None:
@@ -64,13 +77,13 @@ def _row(*cells: Any) -> list[Any]:
     return [Text(str(c)) for c in cells]
 
 
-@app.command("list")
-def list_profiles(env_file: EnvFileOption = None) -> None:
+@app.command("list", cls=PlainParamsCommand)
+def list_profiles(ctx: typer.Context, env_file: EnvFileOption = None) -> None:
     """List the profiles of env.toml with their executor, parent and description."""
     from nemo_runspec import env as envmod
 
     try:
-        path = envmod.find_env_file(env_file)
+        path = envmod.find_env_file(_env_file(ctx, env_file))
         if path is None:
             raise envmod._not_found_error(None)
         ef = envmod.load_env_file(path)
@@ -116,8 +129,9 @@ def list_profiles(env_file: EnvFileOption = None) -> None:
         raise typer.Exit(2)
 
 
-@app.command("show")
+@app.command("show", cls=PlainParamsCommand)
 def show_profile(
+    ctx: typer.Context,
     profile: Annotated[
         str | None,
         typer.Argument(help="Profile name (default: [cli] default_profile).", show_default=False),
@@ -131,7 +145,7 @@ def show_profile(
     from nemo_runspec import env as envmod
 
     try:
-        path = envmod.find_env_file(env_file)
+        path = envmod.find_env_file(_env_file(ctx, env_file))
         if path is None:
             raise envmod._not_found_error(profile)
         ef = envmod.load_env_file(path)

@@ -23,12 +23,16 @@ from typing import Annotated
 import typer
 
 from nemo_runspec.errors import NemoRunspecError
+from nemo_runspec.recipe_typer import FastHelpGroup
+from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
 
 app = typer.Typer(
     name="runspec",
     help="Inspect and validate the \\[tool.runspec] metadata of recipe scripts.",
+    cls=FastHelpGroup,
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 #: Directory names never searched by ``validate``.
@@ -47,7 +51,7 @@ def _fail(exc: NemoRunspecError) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
+@app.command(cls=PlainParamsCommand)
 def show(
     script: Annotated[Path, typer.Argument(help="Recipe script with a '# /// script' block.")],
     as_json: Annotated[
@@ -123,7 +127,7 @@ def _discover(root: Path) -> Iterator[Path]:
                     yield candidate
 
 
-@app.command()
+@app.command(cls=PlainParamsCommand)
 def validate(
     paths: Annotated[
         list[Path],
@@ -162,7 +166,7 @@ def validate(
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(cls=PlainParamsCommand)
 def schema() -> None:
     r"""Print the JSON Schema (draft 2020-12) of the \[tool.runspec] table."""
     from nemo_runspec._schema import runspec_json_schema

@@ -43,12 +43,31 @@ from typing import Any
 
 
 def _load_config(path: str | None) -> dict[str, Any]:
+    """The ``preflight`` section, plus what the profile implies must work.
+
+    Every mount of the profile (``run.env.mounts``: the container side when the
+    job has an image, else the host side) is checked readable and writable, and
+    every env var the profile sets (``run.env.env_vars``) must be present.
+    """
     if not path:
         return {}
     import yaml
 
     data = yaml.safe_load(Path(path).read_text()) or {}
-    return data.get("preflight", data)
+    cfg = dict(data.get("preflight", data) or {})
+    run_env = ((data.get("run") or {}).get("env") or {}) if isinstance(data, dict) else {}
+    image = run_env.get("container_image")
+    in_container = bool(image) and str(image).strip().lower() not in ("none", "null")
+    for mount in run_env.get("mounts") or []:
+        parts = str(mount).split(":")
+        target = parts[1] if in_container and len(parts) > 1 else parts[0]
+        cfg.setdefault("paths", [])
+        if target not in cfg["paths"]:
+            cfg["paths"] = [*cfg["paths"], target]
+    for name in run_env.get("env_vars") or {}:
+        if name not in (cfg.get("require_env") or []):
+            cfg["require_env"] = [*(cfg.get("require_env") or []), name]
+    return cfg
 
 
 def _host_memory_gib() -> tuple[float, float]:

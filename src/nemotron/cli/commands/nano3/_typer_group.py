@@ -35,4 +35,10 @@ for _target, _name, _module, _panel in COMMANDS:
         _target.add_recipe_command(getattr(_mod, _name), meta=_mod.META, rich_help_panel=_panel, name=_name)
 
 data_app.add_typer(prep_app, name="prep")
+try:
+    from nemotron.cli.commands.nano3.data.import_ import app as import_app
+except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
+    data_app.add_failed_command("import", exc)
+else:
+    data_app.add_typer(import_app, name="import")
 app.add_typer(data_app, name="data", rich_help_panel="Data")

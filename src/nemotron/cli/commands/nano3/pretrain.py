@@ -1,7 +1,7 @@
 """`nemotron nano3 pretrain`: Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun).
 
-Execution is visible here: load config, read the env profile, compile the job,
-then show it (`--dry-run`) or run it.
+The execution is visible here, step by step: load the config, compile the job,
+then run it locally or build the packager and the nemo-run executor and submit.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ META = RecipeMeta(
     config_dir=SPEC.config_dir,
     default_config=SPEC.config.default,
     input_artifacts={"data": "tokenized pretraining corpus (run.data, from nano3 data prep pretrain)"},
-    output_artifacts={"model": "pretrained checkpoint (nano3-pretrain-model)"},
+    output_artifacts={"model": "pretrained checkpoint (checkpoint.save)"},
     examples=[
         "nemotron nano3 pretrain -c tiny --dry-run",
         "nemotron nano3 pretrain -c tiny --run dev train.train_iters=50",
@@ -33,26 +33,63 @@ META = RecipeMeta(
 
 
 def _execute_pretrain(cfg: RecipeConfig) -> None:
-    """Compile the pretrain job from the command line and show or run it."""
-    from nemo_runspec.config import build_job_config, parse_config
+    """Compile the pretrain job from the command line, then show, run or submit it."""
+    from nemo_runspec.config import build_job_config, extract_train_config, parse_config
+    from nemo_runspec.config.jobdir import render_configs
+    from nemo_runspec.config.resolvers import describe_references
     from nemo_runspec.display import display_dry_run
     from nemo_runspec.env import parse_env
-    from nemotron.cli.commands.nano3._execute import execute
+    from nemo_runspec.execution import (
+        build_env_vars,
+        code_env,
+        execute_local,
+        job_env,
+        local_preview,
+    )
 
-    # 1. Train config: -c NAME|PATH (or the runspec default) + overrides.
+    # 1. Config: -c NAME|PATH (or the runspec default) + overrides, the env.toml
+    #    profile (None without --run/--batch), and the compiled job config.
     train_config = parse_config(cfg.ctx, SPEC.config_dir, SPEC.config.default)
-    # 2. Env profile from env.toml (None without --run/--batch).
     env = parse_env(cfg.ctx)
-    # 3. Job config: train config + run: section (env, provenance, CLI).
     job_config = build_job_config(
         train_config, cfg.ctx, SPEC.name, SPEC.script_path, cfg.argv, env_profile=env, runspec=SPEC
     )
-    # 4. Dry run: show everything, touch nothing.
+    run_env = job_env(job_config)  # runspec < YAML run.env < profile < CLI run.env.*
+    artifacts = describe_references(job_config) if cfg.dry_run else None
+
+    # 2. No profile, or executor = "local": run here (torchrun; one process per GPU,
+    #    or run.env.local_nproc on CPU), in a staged job dir.
+    if run_env.get("executor", "local") == "local":
+        if cfg.dry_run:
+            display_dry_run(job_config, train_config, env_profile=env, artifacts=artifacts,
+                            commands=[local_preview(SPEC, job_config, cfg.passthrough)])
+            return
+        raise typer.Exit(execute_local(SPEC, job_config, passthrough=cfg.passthrough))
+
+    # 3. Slurm: package the code, split env vars from secrets, build the executor.
+    from nemo_runspec.packaging import build_packager, console_progress
+    from nemo_runspec.slurm import prepare_job, render_sbatch, submit
+
+    packager, plan = build_packager(run_env, runspec=SPEC, script_path=SPEC.script_path,
+                                    sources=getattr(env, "sources", None), progress=console_progress())
+    env_vars, secrets = build_env_vars(job_config, run_env, runspec=SPEC)
+    job = prepare_job(
+        env=run_env, mode=cfg.mode, runspec=SPEC, packager=packager, script=plan.script,
+        args=["--config", "/nemo_run/train.yaml", *cfg.passthrough],
+        env_vars={**env_vars, **code_env(plan)}, secrets=secrets,
+    )
+    job.files = render_configs(job_config, extract_train_config(job_config, for_remote=True))
+
+    # 4. --dry-run shows the exact sbatch script (offline); otherwise submit,
+    #    and with --run follow the job and exit with its exit code.
     if cfg.dry_run:
-        display_dry_run(job_config, train_config, env_profile=env)
+        display_dry_run(job_config, train_config, env_profile=env, artifacts=artifacts,
+                        scripts={"sbatch script": render_sbatch(job)})
         return
-    # 5. Execute (local subprocess now; Slurm/Ray submission later).
-    execute(SPEC, job_config, cfg)
+    sub = submit(job, attached=cfg.attached)
+    plan.write_json(job.local_exp_dir / job.name / "packaging.json")
+    if cfg.attached:
+        raise typer.Exit(sub.exit_code or 0)
 
 
 def pretrain(ctx: typer.Context) -> None:

@@ -19,42 +19,39 @@
 # ///
 """nano3/pretrain: Megatron-Bridge pretraining of Nemotron 3 Nano.
 
-Run by the `nemotron` CLI as `python train.py --config <train.yaml> [args...]`.
-Loads the YAML with OmegaConf and hands it to megatron.bridge. Without megatron.bridge
-installed (e.g. on a CPU-only dev machine) it says so and exits 3.
+Run by the `nemotron` CLI as `python train.py --config <train.yaml> [key=value ...]`
+(or under torchrun). The YAML is the recipe config after overrides; extra
+``key=value`` arguments are applied as further overrides.
+
+Backend choice:
+
+1. ``backend: torch`` or ``fallback.enabled: true`` -> the tiny torch fallback;
+2. else Megatron-Bridge (``megatron.bridge``) when it is importable;
+3. else the fallback when the config has a ``fallback:`` section with ``enabled``
+   not ``false`` (the ``tiny`` config has one);
+4. else a message saying megatron.bridge is missing, exit code 3.
+
+The fallback (nemotron.training) is a tiny GPT trained with plain PyTorch DDP as a next-token LM on fixed-length
+windows of the pretrain data prep's indexed datasets (blend.json weights respected).
+It resumes from ``checkpoint.save`` and ends with a ``final loss ...`` line.
+See docs/training.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import sys
 
 EXIT_BACKEND_MISSING = 3
 BACKEND = "megatron.bridge"
-
-
-def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    """``--config PATH`` plus any extra arguments (returned untouched)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="train config YAML written by the CLI")
-    return parser.parse_known_args(argv)
+IMAGE = "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Load the config and run training; returns the process exit code."""
-    args, extra = parse_args(argv)
-    from omegaconf import OmegaConf
+    """Load the config, choose the backend and train; returns the process exit code."""
+    from nemotron.training.entry import main as entry_main
 
-    cfg = OmegaConf.load(args.config)
-    if importlib.util.find_spec(BACKEND.split(".")[0]) is None or importlib.util.find_spec(BACKEND) is None:
-        print(
-            f"nano3/pretrain: {BACKEND} is not installed here; run this recipe in its container "
-            f"(nvcr.io/nvidia/nemo:25.11.nemotron_3_nano) or install {BACKEND}.",
-            file=sys.stderr,
-        )
-        return EXIT_BACKEND_MISSING
-    return _run(cfg, extra)
+    return entry_main("pretrain", argv, description=__doc__.splitlines()[0], native_module=BACKEND,
+                      image=IMAGE, native_run=_run)
 
 
 def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
@@ -65,6 +62,7 @@ def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stac
 
     container = OmegaConf.to_container(cfg, resolve=True)
     container.pop("run", None)
+    container.pop("fallback", None)
     pretrain(ConfigContainer.from_dict(container), forward_step_func=forward_step)
     return 0
 

@@ -19,42 +19,40 @@
 # ///
 """nano3/rl: NeMo-RL GRPO training of Nemotron 3 Nano.
 
-Run by the `nemotron` CLI as `python train.py --config <train.yaml> [args...]`.
-Loads the YAML with OmegaConf and hands it to nemo_rl. Without nemo_rl
-installed (e.g. on a CPU-only dev machine) it says so and exits 3.
+Run by the `nemotron` CLI as `python train.py --config <train.yaml> [key=value ...]`
+(or under torchrun). The YAML is the recipe config after overrides; extra
+``key=value`` arguments are applied as further overrides.
+
+Backend choice:
+
+1. ``backend: torch`` or ``fallback.enabled: true`` -> the tiny torch fallback;
+2. else NeMo-RL (``nemo_rl``) when it is importable;
+3. else the fallback when the config has a ``fallback:`` section with ``enabled``
+   not ``false`` (the ``tiny`` config has one);
+4. else a message saying nemo_rl is missing, exit code 3.
+
+The fallback (nemotron.training) is a CPU smoke fallback, NOT RL: a tiny GPT warm-started with teacher forcing on
+prompt -> answer from the RL data prep's JSONL, reporting greedy-decoding accuracy
+on the validation split.
+It resumes from ``checkpoint.save`` and ends with a ``final loss ...`` line.
+See docs/training.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import sys
 
 EXIT_BACKEND_MISSING = 3
 BACKEND = "nemo_rl"
-
-
-def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    """``--config PATH`` plus any extra arguments (returned untouched)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="train config YAML written by the CLI")
-    return parser.parse_known_args(argv)
+IMAGE = "nvcr.io/nvidia/nemo-rl:v0.4.0"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Load the config and run training; returns the process exit code."""
-    args, extra = parse_args(argv)
-    from omegaconf import OmegaConf
+    """Load the config, choose the backend and train; returns the process exit code."""
+    from nemotron.training.entry import main as entry_main
 
-    cfg = OmegaConf.load(args.config)
-    if importlib.util.find_spec(BACKEND.split(".")[0]) is None or importlib.util.find_spec(BACKEND) is None:
-        print(
-            f"nano3/rl: {BACKEND} is not installed here; run this recipe in its container "
-            f"(nvcr.io/nvidia/nemo-rl:v0.4.0) or install {BACKEND}.",
-            file=sys.stderr,
-        )
-        return EXIT_BACKEND_MISSING
-    return _run(cfg, extra)
+    return entry_main("rl", argv, description=__doc__.splitlines()[0], native_module=BACKEND,
+                      image=IMAGE, native_run=_run)
 
 
 def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
@@ -63,6 +61,7 @@ def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stac
 
     container = OmegaConf.to_container(cfg, resolve=True)
     container.pop("run", None)
+    container.pop("fallback", None)
     grpo_train(*setup(container))
     return 0
 

@@ -1,0 +1,270 @@
+"""Shared pieces of ``nemotron nano3 data import``, and a Typer command class
+whose plain parameters skip pydantic.
+
+Typer 0.29 coerces every non-bool parameter through a pydantic ``TypeAdapter``
+(building it imports pydantic, ~40 ms, even for an absent option). Commands
+whose parameters are only ``str``, ``Path``, ``bool`` and lists of those do not
+need that: :class:`PlainParamsCommand` gives them a pass-through converter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer._coercion import RuntimeParam
+from typer._typing import get_args, get_origin
+from typer.core import TyperCommand
+
+from nemo_runspec.errors import CLIUsageError, NemoRunspecError
+from nemo_runspec.recipe_typer import FastHelpMixin
+
+_PLAIN: dict[Any, Callable[[Any], Any]] = {str: str, Path: Path, bool: bool}
+
+
+def _converter(annotation: Any) -> Callable[[Any], Any] | None:
+    if annotation in _PLAIN:
+        return _PLAIN[annotation]
+    if get_origin(annotation) is list:
+        (item,) = get_args(annotation) or (str,)
+        conv = _PLAIN.get(item)
+        if conv is not None:
+            return lambda values: [conv(v) for v in values]
+    return None
+
+
+class _PlainRuntimeParam(RuntimeParam):
+    """Converts click's already-parsed strings without pydantic."""
+
+    def __init__(self, parameter_info: Any, annotation: Any, convert: Callable[[Any], Any]) -> None:
+        object.__setattr__(self, "parameter_info", parameter_info)
+        object.__setattr__(self, "annotation", annotation)
+        object.__setattr__(self, "_convert", convert)
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        return self._convert(value)
+
+
+class PlainParamsCommand(FastHelpMixin, TyperCommand):
+    """A Typer command whose ``str``/``Path``/``bool``/``list[...]`` parameters skip pydantic."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Install pass-through converters, then parse as usual."""
+        for param in self.params:
+            desc = getattr(param, "type_descriptor", None)
+            if desc is None or getattr(param, "_runtime_param", None) is not None:
+                continue
+            convert = _converter(desc.annotation)
+            if convert is not None:
+                param._runtime_param = _PlainRuntimeParam(desc.parameter_info, desc.annotation, convert)
+        return super().parse_args(ctx, args)
+
+
+# --------------------------------------------------------------------------- import helpers
+#
+# Layouts (what ``nemotron.data_prep`` writes, see docs/data-prep.md):
+#
+# pretrain  blend.json {"train"|"valid"|"test": [weight, prefix, ...] | null}; every
+#           prefix has prefix.bin + prefix.idx (relative prefixes: relative to PATH).
+#           A directory without blend.json but with .bin/.idx pairs gets a generated
+#           blend.json (absolute prefixes; pairs under train/, valid/, test/ go to that
+#           split, all others to train; weight = .bin size in bytes).
+# sft       metadata.json + <split>/shard_*.parquet with input_ids, loss_mask,
+#           seq_start_ids and num_tokens columns; the train split is not empty.
+# rl        train.jsonl + validation.jsonl, one JSON object with "messages" per line.
+
+DEFAULT_NAMES = {
+    "pretrain": "nano3-pretrain-data",
+    "sft": "nano3-sft-data",
+    "rl": "nano3-rl-data",
+}
+
+
+def fail(exc: NemoRunspecError) -> None:
+    """Print ``error: ...`` on one line and exit 2 (traceback with NEMOTRON_DEBUG=1)."""
+    if os.environ.get("NEMOTRON_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise exc
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+SPLITS = ("train", "valid", "test")
+SFT_COLUMNS = ("input_ids", "loss_mask", "seq_start_ids", "num_tokens")
+
+
+def _bad(problem: str, path: Path, hint: str | None = None, line: int | None = None) -> CLIUsageError:
+    return CLIUsageError(problem, path=path, line=line, hint=hint)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise _bad(f"invalid JSON: {exc.msg}", path, line=exc.lineno) from exc
+    except OSError as exc:
+        raise _bad(f"cannot read: {exc.strerror or exc}", path) from exc
+
+
+def _source_metadata(root: Path) -> dict[str, Any]:
+    meta = root / "metadata.json"
+    if not meta.is_file():
+        return {}
+    data = _read_json(meta)
+    return data if isinstance(data, dict) else {}
+
+
+def generate_blend(root: Path) -> dict[str, list[str] | None]:
+    """A blend for a directory of ``.bin``/``.idx`` pairs (see the layout notes above)."""
+    blend: dict[str, list[str]] = {s: [] for s in SPLITS}
+    for bin_path in sorted(root.rglob("*.bin")):
+        prefix = bin_path.with_suffix("")
+        if not prefix.with_suffix(".idx").is_file():
+            raise _bad(f"{bin_path.name} has no matching {prefix.name}.idx", bin_path.parent,
+                       hint="every .bin needs its .idx (Megatron indexed dataset)")
+        rel = bin_path.relative_to(root).parts
+        split = rel[0] if len(rel) > 1 and rel[0] in SPLITS else "train"
+        blend[split] += [str(bin_path.stat().st_size), str(prefix.resolve())]
+    return {s: (v or None) for s, v in blend.items()}
+
+
+def check_pretrain(root: Path) -> dict[str, Any]:
+    """Validate a pretrain data dir (writing blend.json for a bare directory); return metadata."""
+    blend_path = root / "blend.json"
+    generated = False
+    if not blend_path.is_file():
+        if not any(root.rglob("*.bin")):
+            raise _bad("missing blend.json (and no .bin/.idx files to build one from)", root,
+                       hint="expected the output of `nemotron nano3 data prep pretrain`")
+        blend = generate_blend(root)
+        blend_path.write_text(json.dumps(blend, indent=2) + "\n", encoding="utf-8")
+        generated = True
+    blend = _read_json(blend_path)
+    if not isinstance(blend, dict) or not blend:
+        raise _bad('blend.json must map splits to [weight, prefix, ...] lists', blend_path,
+                   hint='e.g. {"train": ["1", "train/shard_00000"], "valid": null}')
+    prefixes = 0
+    nbytes = 0
+    for split, entries in blend.items():
+        if entries is None:
+            continue
+        if not isinstance(entries, list) or len(entries) % 2:
+            raise _bad(f"split {split!r} must be null or a flat [weight, prefix, ...] list", blend_path)
+        for weight, prefix in zip(entries[::2], entries[1::2], strict=True):
+            try:
+                float(weight)
+            except (TypeError, ValueError):
+                raise _bad(f"split {split!r}: weight {weight!r} is not a number", blend_path) from None
+            p = Path(str(prefix))
+            full = p if p.is_absolute() else root / p
+            for suffix in (".bin", ".idx"):
+                f = full.parent / (full.name + suffix)
+                if not f.is_file():
+                    raise _bad(f"split {split!r}: missing {f}", blend_path,
+                               hint="each blend.json prefix needs .bin and .idx files")
+            nbytes += (full.parent / (full.name + ".bin")).stat().st_size
+            prefixes += 1
+    if prefixes == 0:
+        raise _bad("blend.json lists no data (every split is null)", blend_path)
+    return {"prefixes": prefixes, "bin_bytes": nbytes, "blend_path": str(blend_path.resolve()),
+            "blend_generated": generated}
+
+
+def check_sft(root: Path) -> dict[str, Any]:
+    """Validate a packed SFT data dir; return metadata (packs per split, pack_size)."""
+    meta = root / "metadata.json"
+    if not meta.is_file():
+        raise _bad("missing metadata.json", root, hint="expected the output of `nemotron nano3 data prep sft`")
+    import pyarrow.parquet as pq
+
+    counts: dict[str, int] = {}
+    for split in SPLITS:
+        files = sorted((root / split).glob("shard_*.parquet"))
+        rows = 0
+        for f in files:
+            try:
+                schema = pq.read_schema(f)
+                rows += pq.ParquetFile(f).metadata.num_rows
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+                raise _bad(f"not a Parquet file: {exc}".split("\n")[0], f) from exc
+            missing = [c for c in SFT_COLUMNS if c not in schema.names]
+            if missing:
+                raise _bad(f"missing column(s) {', '.join(missing)}", f,
+                           hint=f"packed SFT shards have {', '.join(SFT_COLUMNS)}")
+        if files:
+            counts[split] = rows
+    if not counts.get("train"):
+        raise _bad("missing train/shard_*.parquet (no training packs)", root,
+                   hint="expected <PATH>/train/shard_00000.parquet ...")
+    return {"packs": counts, "pack_size": _source_metadata(root).get("pack_size")}
+
+
+def check_rl(root: Path) -> dict[str, Any]:
+    """Validate an RL data dir (train.jsonl + validation.jsonl); return record counts."""
+    counts: dict[str, int] = {}
+    for split in ("train", "validation"):
+        f = root / f"{split}.jsonl"
+        if not f.is_file():
+            raise _bad(f"missing {split}.jsonl", root, hint="expected train.jsonl and validation.jsonl "
+                       "(the output of `nemotron nano3 data prep rl`)")
+        n = 0
+        with open(f, encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise _bad(f"invalid JSON: {exc.msg}", f, line=i) from exc
+                if not isinstance(rec, dict) or not isinstance(rec.get("messages"), list):
+                    raise _bad("record has no 'messages' list", f, line=i,
+                               hint='each line: {"messages": [{"role": "user", "content": ...}], ...}')
+                n += 1
+        counts[split] = n
+    if not counts["train"]:
+        raise _bad("train.jsonl is empty", root / "train.jsonl")
+    return {"records": counts}
+
+
+CHECKS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "pretrain": check_pretrain,
+    "sft": check_sft,
+    "rl": check_rl,
+}
+
+
+def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = False,
+                aliases: list[str] | None = None) -> Any:
+    """Validate ``path`` as ``kind`` data and publish it to :func:`get_registry`.
+
+    ``latest`` always moves to the new version; ``aliases`` are added to it.
+    Returns the published :class:`~nemo_runspec.artifact_registry.Artifact`.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise _bad("no such directory", root)
+    if not root.is_dir():
+        raise _bad("not a directory", root, hint=f"pass the {kind} data directory")
+    root = root.resolve()
+    checked = CHECKS[kind](root)
+    from nemo_runspec.artifact_registry import get_registry
+
+    metadata = {**_source_metadata(root), **checked, "kind": kind, "imported_from": str(root)}
+    all_aliases = ["latest", *[a for a in (aliases or []) if a != "latest"]]
+    return get_registry().publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
+                                  aliases=all_aliases, copy=copy)
+
+
+def run_import(kind: str, path: Path, name: str | None, copy: bool, aliases: list[str] | None) -> None:
+    """The body of each ``nemotron nano3 data import KIND`` command."""
+    try:
+        art = import_data(kind, path, name=name, copy=copy, aliases=aliases)
+    except NemoRunspecError as exc:  # includes the registry's ArtifactError
+        fail(exc)
+        return
+    if art.metadata.get("blend_generated"):
+        typer.echo(f"note: wrote {art.metadata['blend_path']} (no blend.json was there)")
+    typer.echo(f"artifact: {art.ref}  (aliases: {', '.join(art.aliases) or '-'})")
+    typer.echo(f"path: {art.path}")

@@ -1,0 +1,17 @@
+"""`nemotron kit`: utilities that check or prepare a cluster profile."""
+
+from __future__ import annotations
+
+import importlib
+
+from nemo_runspec.recipe_typer import RecipeTyper
+
+app = RecipeTyper(name="kit", help="Kit utilities: preflight checks of a profile.")
+
+for _name, _module in (("preflight", "nemotron.cli.kit.preflight"),):
+    try:
+        _mod = importlib.import_module(_module)
+    except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
+        app.add_failed_command(_name, exc)
+    else:
+        app.add_recipe_command(getattr(_mod, _name), meta=_mod.META, name=_name)

@@ -1,0 +1,187 @@
+"""Backend choice and the ``train.py`` entry point shared by the nano3 recipe scripts.
+
+Backend rule (also in ``docs/training.md``):
+
+1. ``backend: torch`` or ``fallback.enabled: true`` in the config -> the tiny torch fallback.
+2. else, when the native backend (``megatron.bridge`` / ``nemo_rl``) is importable -> native.
+3. else, when the config has a ``fallback:`` section whose ``enabled`` is not
+   ``false`` (``auto``, the default) and torch is importable -> the fallback.
+4. else the "not installed" message and exit code 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+
+EXIT_BACKEND_MISSING = 3
+BACKENDS = ("auto", "native", "torch")
+DATA_KEYS = {"pretrain": "data.data_path", "sft": "data.data_path", "rl": "data.train_data_path"}
+
+
+def importable(module: str) -> bool:
+    """True when ``module`` (dotted) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None and importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def choose_backend(cfg: Any, native_module: str) -> str:
+    """``"native"``, ``"torch"`` or ``"missing"`` for a loaded config (see the module docstring)."""
+    backend = str(cfg.get("backend") or "auto")
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}", key="backend", hint="use auto, native or torch")
+    fb = cfg.get("fallback")
+    enabled = fb.get("enabled", "auto") if fb is not None else None
+    if enabled not in (True, False, "auto", None):
+        raise ConfigError(f"fallback.enabled must be true, false or auto, got {enabled!r}", key="fallback.enabled")
+    if backend == "torch" or enabled is True:
+        return "torch" if importable("torch") else "missing"
+    if importable(native_module):
+        return "native"
+    if backend != "native" and fb is not None and enabled is not False and importable("torch"):
+        return "torch"
+    return "missing"
+
+
+def parse_args(description: str, argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """``--config PATH`` plus any extra arguments (returned untouched)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", required=True, help="train config YAML written by the CLI")
+    return parser.parse_known_args(argv)
+
+
+def load_config(path: str, extra: list[str]) -> Any:
+    """Load the YAML (merging a ``defaults:`` chain) and apply ``key=value`` extras as overrides."""
+    from nemotron.data_prep.cli import load_config as _load
+
+    return _load(path, [e for e in extra if "=" in e and not e.startswith("-")])
+
+
+def job_dir(config_path: str) -> Path:
+    """``$NEMOTRON_JOB_DIR``, else the current directory (where the CLI runs the script)."""
+    return Path(os.environ.get("NEMOTRON_JOB_DIR") or os.getcwd())
+
+
+def _handoff_dir(config_path: str) -> Path:
+    base = job_dir(config_path)
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or "run"
+    return base / f".artifacts-{run_id}"
+
+
+def resolve_path_key(cfg: Any, dotted: str, config_path: str) -> str:
+    """Resolve one config value that may use ``${art:...}``; multi-rank jobs resolve once on rank 0."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from nemo_runspec.config.resolvers import register_resolvers, resolve_artifacts_once
+
+    register_resolvers()
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    node: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or node.get(part) is None:
+            raise ConfigError(f"{dotted} is not set", key=dotted, hint="set it to the data-prep output dir")
+        node = node[part]
+    sub = OmegaConf.create({"run": raw.get("run") or {}, "value": node})
+    try:
+        if "${art:" in str(node) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            resolve_artifacts_once(sub, _handoff_dir(config_path))
+        value = sub.value
+    except OmegaConfBaseException as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, NemoRunspecError):
+            raise cause from None
+        raise ConfigError(f"cannot resolve {dotted}: {exc}".splitlines()[0], key=dotted) from None
+    path = Path(os.path.expanduser(str(value)))
+    return str(path if path.is_absolute() else (Path.cwd() / path))
+
+
+def _checkpoint_dir(cfg: Any, kind: str, config_path: str) -> str | None:
+    key = ("checkpointing", "checkpoint_dir") if kind == "rl" else ("checkpoint", "save")
+    section = cfg.get(key[0]) or {}
+    fb = cfg.get("fallback") or {}
+    value = fb.get("checkpoint_dir") or section.get(key[1])
+    if not value:
+        return None
+    p = Path(os.path.expanduser(str(value)))
+    return str(p if p.is_absolute() else job_dir(config_path) / p)
+
+
+def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
+    """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
+    from omegaconf import OmegaConf
+
+    from .loop import Settings, init_distributed, shutdown, train
+    from .tasks import PretrainTask, RLSmokeTask, SFTTask
+
+    fb = cfg.get("fallback")
+    settings = Settings.from_config(OmegaConf.to_container(fb, resolve=True) if fb is not None else {})
+    data_path = resolve_path_key(cfg, DATA_KEYS[kind], config_path)
+    if not Path(data_path).exists():
+        raise ConfigError(f"training data not found: {data_path}", key=DATA_KEYS[kind],
+                          hint=f"run `nemotron nano3 data prep {kind}` first or fix {DATA_KEYS[kind]}")
+    if kind == "pretrain":
+        task: Any = PretrainTask(data_path, settings)
+    elif kind == "sft":
+        task = SFTTask(data_path, settings)
+    else:
+        tok = settings.extra.get("tokenizer")
+        if tok and str(tok).startswith("pkg:"):
+            from nemotron.data_prep.paths import resolve_pkg
+
+            tok = resolve_pkg(str(tok))
+        task = RLSmokeTask(data_path, settings, tok)
+        print("[rl-smoke] NOTE: CPU smoke fallback, not RL: supervised warm-start on prompt->answer "
+              "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
+    dist = init_distributed(settings.device)
+    try:
+        train(task, settings, _checkpoint_dir(cfg, kind, config_path), dist)
+    finally:
+        shutdown()
+    return 0
+
+
+def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, image: str,
+         native_run: Callable[[Any, list[str]], int]) -> int:
+    """Entry point of a recipe ``train.py``: load config, choose the backend, run; returns the exit code.
+
+    User errors print one ``error: ...`` line on stderr (exit 2 for config/data
+    problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
+    """
+    args, extra = parse_args(description, argv)
+    debug = os.environ.get("NEMOTRON_DEBUG") == "1"
+    name = f"nano3/{kind}"
+    try:
+        cfg = load_config(args.config, extra)
+        backend = choose_backend(cfg, native_module)
+        if backend == "native":
+            return native_run(cfg, extra)
+        if backend == "missing":
+            print(f"{name}: {native_module} is not installed here; run this recipe in its container "
+                  f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or +fallback.enabled=true).",
+                  file=sys.stderr)
+            return EXIT_BACKEND_MISSING
+        return run_fallback(kind, cfg, args.config)
+    except NemoRunspecError as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, ExecutionError) else 2
+    except (FloatingPointError, RuntimeError, OSError) as exc:
+        if debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"error: {name} training failed: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted; rerun to resume from the last checkpoint", file=sys.stderr)
+        return 130
