@@ -103,7 +103,9 @@ class Progress:
         self._last_print = 0.0
         self.interval = interval
         self._bar: Any = None
-        if getattr(self.stream, "isatty", lambda: False)():
+        # A live bar only on an interactive terminal; batch logs (Slurm, CI) get plain lines.
+        interactive = getattr(self.stream, "isatty", lambda: False)() and not os.environ.get("SLURM_JOB_ID")
+        if interactive and os.environ.get("TERM", "dumb") != "dumb":
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
 
