@@ -136,12 +136,21 @@ def test_unknown_override_key_is_error(sandbox):
 
 
 def test_local_run_stages_job_dir_and_runs_script(sandbox):
-    """Without megatron.bridge the script exits 3; the job dir holds the configs."""
-    proc = _nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", "train.train_iters=2", "--", "--extra")
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert "megatron.bridge" in proc.stderr
+    """A local run stages job.yaml/train.yaml in a job dir and runs the script there."""
+    proc = _nemotron(sandbox, "kit", "preflight", "preflight.timeout_s=77", "--", "--timeout", "60")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "preflight passed: 1 rank(s)" in proc.stdout
     train_yamls = list(sandbox["nhome"].rglob("train.yaml"))
     assert len(train_yamls) == 1
-    train = yaml.safe_load(train_yamls[0].read_text())
-    assert train["train"]["train_iters"] == 2
-    assert str(train_yamls[0].parent) in proc.stderr  # "job dir: ..." is printed
+    job_dir = train_yamls[0].parent
+    assert (job_dir / "job.yaml").is_file()
+    assert yaml.safe_load(train_yamls[0].read_text())["preflight"]["timeout_s"] == 77
+    assert (job_dir / "preflight.json").is_file()  # the script ran with the job dir as cwd
+    assert str(job_dir) in proc.stderr  # "job dir: ..." is printed
+
+
+def test_local_run_failure_is_the_scripts_exit_code(sandbox):
+    proc = _nemotron(sandbox, "kit", "preflight", "preflight.require_env=[NEMOTRON_T_ABSENT]")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "NEMOTRON_T_ABSENT is not set" in proc.stdout
+    assert "Traceback" not in proc.stderr

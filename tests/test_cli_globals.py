@@ -207,13 +207,6 @@ def test_debug_shows_traceback(tmp_path):
     assert proc.returncode == 2 and "Traceback" in proc.stderr
 
 
-def test_remote_mode_is_execution_error_exit_1(env_toml, tmp_path):
-    proc = _run(["nano3", "pretrain", "--run", "dev", "--env-file", str(env_toml)], cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
-    assert "error: " in proc.stderr and "not implemented" in proc.stderr
-    assert "Traceback" not in proc.stderr
-
-
 def test_unknown_profile_is_exit_2(env_toml, tmp_path):
     proc = _run(["nano3", "pretrain", "--run", "dve", "-d", "--env-file", str(env_toml)], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr

@@ -119,6 +119,8 @@ def test_build_env_vars_split_and_rules():
     prof = dict(BASE, env_vars={"B": "profile", "MY_SECRET": "s3cr3t"})
     environ = {"HF_TOKEN": "hf_abc", "WANDB_API_KEY": "wk"}
     plain, secrets = build_env_vars({"train": {"x": 1}}, prof, runspec=rs, environ=environ)
+    # the job gets the submitter's artifact registry root (it cannot see env.toml)
+    assert plain.pop("NEMOTRON_ARTIFACTS_ROOT")
     assert plain == {"A": "1", "B": "profile"}
     assert secrets == {"MY_SECRET": "s3cr3t"}  # no wandb, no HF use -> nothing forwarded
     cfg = {"wandb": {"project": "p", "entity": "e"}, "model": "hf://org/model"}

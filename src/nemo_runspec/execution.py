@@ -403,10 +403,14 @@ def local_nproc(run_env: Mapping[str, Any], launch: str, *, gpus: int | None = N
 
 def local_command(script_path: str, train_yaml: str, passthrough: Sequence[str], *,
                   launch: str, nproc: int = 1) -> list[str]:
-    """The command that runs a recipe script here: torchrun or plain python."""
+    """The command that runs a recipe script here: torchrun, or plain python.
+
+    A single process needs no launcher (and torchrun would add its own
+    traceback to every failure), so ``nproc == 1`` runs plain python.
+    """
     import sys
 
-    if launch == "torchrun":
+    if launch == "torchrun" and nproc > 1:
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                     f"--nproc-per-node={nproc}"]
     else:

@@ -125,6 +125,10 @@ class NemotronGroup(FastHelpGroup):
         try:
             gctx, rest = split_global_args(argv)
             debug = debug or gctx.debug
+            if gctx.env_file:
+                # One source of truth for everything that discovers env.toml later
+                # (artifact registry, local child processes), not just the profile.
+                os.environ["NEMOTRON_ENV_FILE"] = os.path.abspath(gctx.env_file)
             extra.setdefault("obj", gctx)
             rv = super().main(
                 rest,
@@ -146,8 +150,15 @@ class NemotronGroup(FastHelpGroup):
                 raise
             sys.exit(130)
         except Exception as exc:
-            if not standalone_mode or not _is_a(exc, "ClickException", "Abort"):
+            if not standalone_mode:
                 raise
+            if not _is_a(exc, "ClickException", "Abort"):
+                # Not one of ours: still one line, the traceback only on request.
+                if debug:
+                    raise
+                print(f"error: {type(exc).__name__}: {exc} "
+                      "(unexpected; rerun with --debug for the traceback)", file=sys.stderr)
+                sys.exit(1)
             if debug:
                 traceback.print_exc()
             if _is_a(exc, "NoArgsIsHelpError"):
