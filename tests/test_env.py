@@ -439,7 +439,6 @@ def test_valid_full_profile_all_keys(tmp_path):
         ray_port_base = 20000
         ray_timeout = 600
         local_nproc = 2
-        local_launcher = "torchrun"
         packager_include_pattern = ["src/**/*.py"]
         packager_relative_path = "."
         packager_subpath = "src"
@@ -665,7 +664,7 @@ def test_profile_keys_cover_spec():
         "job_name_prefix srun_args sbatch_options packager packager_include_pattern "
         "packager_relative_path packager_subpath packagers check_uncommitted tunnel host user "
         "port identity remote_job_dir job_dir workdir dependency_type ray_port_base ray_timeout "
-        "local_nproc local_launcher"
+        "local_nproc"
     ).split()
     assert set(envmod.PROFILE_KEYS) == set(spec)
     assert "setup" not in envmod.PROFILE_KEYS

@@ -119,7 +119,6 @@ class EnvProfileModel(BaseModel):
     ray_timeout: int | None = Field(default=None, ge=1)
     # local execution
     local_nproc: int | None = Field(default=None, ge=1)
-    local_launcher: str | None = None
 
     @field_validator("time")
     @classmethod

@@ -107,6 +107,10 @@ def build_env_vars(
     if runspec is not None:
         merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
     merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
+    if _launch(runspec) == "torchrun":
+        # torchrun's agent logs every rendezvous step at INFO (nemo-run's default),
+        # which buries the job's own output in --run; env_vars.LOGLEVEL restores it.
+        merged.setdefault("LOGLEVEL", "WARNING")
 
     if _wandb_enabled(job_config):
         wandb = _get(job_config, "wandb") or _get(job_config, "run", "wandb")
