@@ -67,3 +67,18 @@ def test_plan_json_round_trip_with_parts(tmp_path):
     data = json.loads(path.read_text())
     assert data["parts"]["code"]["commit"] == "abc" and data["files"][0]["path"] == "a/b.py"
     assert PackagingPlan.from_dict(data) == plan
+
+
+def test_cache_dir_follows_env_toml_cache_section(tmp_path, monkeypatch):
+    from nemo_runspec.packaging.cache import cache_dir
+
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(f'[cache]\ndir = "{tmp_path}/shared-cache"\n')
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NEMOTRON_ENV_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)  # no env.toml found above an unrelated cwd... except this one
+    assert cache_dir() == tmp_path / "shared-cache" / "packages"
+    monkeypatch.setenv("NEMOTRON_ENV_FILE", str(tmp_path / "env.toml"))
+    assert cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
+    env_toml.write_text("[cache]\n")
+    assert cache_dir() == tmp_path / "home" / "cache" / "packages"

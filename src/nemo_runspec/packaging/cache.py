@@ -27,8 +27,27 @@ def nemotron_home() -> Path:
 
 
 def cache_dir(override: str | Path | None = None) -> Path:
-    """The package cache directory (``override`` wins over ``$NEMOTRON_HOME``)."""
-    return Path(override).expanduser() if override else nemotron_home() / "cache" / "packages"
+    """The package cache directory.
+
+    ``override``, else ``<dir>/packages`` from the ``[cache]`` section of the
+    discovered env.toml, else ``$NEMOTRON_HOME/cache/packages``.
+    """
+    if override:
+        return Path(override).expanduser()
+    configured = _configured_cache_dir()
+    if configured:
+        return Path(configured).expanduser() / "packages"
+    return nemotron_home() / "cache" / "packages"
+
+
+def _configured_cache_dir() -> str | None:
+    try:
+        from nemo_runspec.env import find_env_file, get_cache_config
+
+        path = find_env_file()
+        return get_cache_config(path).get("dir") if path else None
+    except Exception:  # noqa: BLE001 - a broken env.toml is reported where profiles load
+        return None
 
 
 def fingerprint(*parts: str | bytes) -> str:
