@@ -254,3 +254,9 @@ def test_group_without_command_shows_help(tmp_path):
     assert "Usage: nemotron nano3" in proc.stdout + proc.stderr
     assert "pretrain" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_force_squash_is_accepted_and_says_it_has_no_effect(tmp_path):
+    proc = _run(["nano3", "pretrain", "-c", "tiny", "--force-squash", "--dry-run"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "--force-squash has no effect" in proc.stderr

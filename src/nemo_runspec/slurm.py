@@ -499,15 +499,18 @@ def follow_commands(sub: SubmittedJob) -> list[tuple[str, str]]:
 
 
 def print_submission(sub: SubmittedJob, console: Any = None) -> None:
-    """Rich summary: job id, job dir, log path and follow/cancel commands."""
+    """Rich summary: job id, job dir, log path and follow/cancel commands.
+
+    Lines are never wrapped (``soft_wrap``): paths and commands stay copy-pasteable.
+    """
     from rich.console import Console
 
     console = console or Console(stderr=True)
-    console.print(f"[bold green]Submitted Slurm job {sub.job_id}[/] ({sub.name})")
-    console.print(f"  job dir: {sub.job_dir}")
-    console.print(f"  log:     {sub.log_path}")
+    console.print(f"[bold green]Submitted Slurm job {sub.job_id}[/] ({sub.name})", soft_wrap=True)
+    console.print(f"  job dir: {sub.job_dir}", soft_wrap=True, highlight=False)
+    console.print(f"  log:     {sub.log_path}", soft_wrap=True, highlight=False)
     for label, cmd in follow_commands(sub):
-        console.print(f"  {label + ':':8} [cyan]{cmd}[/]")
+        console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
 
 
 def submit(
@@ -561,7 +564,7 @@ def follow(
             return 130
         console.print(f"[yellow]Detached from job {sub.job_id}; it keeps running.[/]")
         for label, cmd in follow_commands(sub):
-            console.print(f"  {label + ':':8} [cyan]{cmd}[/]")
+            console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
         return None
 
 
@@ -612,5 +615,5 @@ def _follow_loop(sub: SubmittedJob, remote: _Remote, console: Any, poll: float, 
     style = "green" if sub.exit_code == 0 else "red"
     console.print(f"[{style}]job {sub.job_id}: {sub.state} (exit code {sub.exit_code})[/]")
     if sub.exit_code != 0:
-        console.print(f"  batch log: {sub.sbatch_log_path}")
+        console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False)
     return sub.exit_code
