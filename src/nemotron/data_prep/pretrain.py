@@ -33,6 +33,8 @@ def pretrain_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[s
     from pathlib import Path
 
     tok = TokenizerInfo(**params["_tokenizer"]).load()
+    # Same ids, no character offsets: ~25% faster than encode_batch (bench/bench_tokenize.py).
+    encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
     field = params["text_field"]
     eod = params["eod_id"] if params["add_eod"] else None
     fractions = params["split"]
@@ -50,7 +52,7 @@ def pretrain_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[s
         if split not in writers:
             (Path(out_dir) / split).mkdir(parents=True, exist_ok=True)
             writers[split] = IndexedDatasetWriter(Path(out_dir) / split / shard.name, params["dtype"])
-        for enc in tok.encode_batch(texts, add_special_tokens=False):
+        for enc in encode(texts, add_special_tokens=False):
             ids = enc.ids if eod is None else [*enc.ids, eod]
             writers[split].add_document(ids)
             docs[split] += 1
