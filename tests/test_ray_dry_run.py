@@ -13,7 +13,7 @@ NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 def _dry_run(tmp_path: Path, *args: str, profile: str) -> subprocess.CompletedProcess[str]:
     env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
+    env_toml.write_text(textwrap.dedent("""
         [gpu]
         executor = "slurm"
         account = "acct"
@@ -25,7 +25,7 @@ def _dry_run(tmp_path: Path, *args: str, profile: str) -> subprocess.CompletedPr
         startup_commands = ["echo node $(hostname) ready"]
         ray_port_base = 41000
         ray_timeout = 900
-        env_vars = {{ WANDB_API_KEY = "wandb-secret-0123456789" }}
+        env_vars = { WANDB_API_KEY = "wandb-secret-0123456789" }
 
         [bare]
         extends = "gpu"
