@@ -260,3 +260,26 @@ def test_force_squash_is_accepted_and_says_it_has_no_effect(tmp_path):
     proc = _run(["nano3", "pretrain", "-c", "tiny", "--force-squash", "--dry-run"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "--force-squash has no effect" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("word", "suggestion"),
+    [("--dryrun", "--dry-run"), ("--dry_run", "--dry-run"), ("--Dry-run", "--dry-run"),
+     ("--runn", "--run"), ("--bach", "--batch"), ("--env_file", "--env-file")],
+)
+def test_mistyped_global_is_an_error_not_a_script_argument(word, suggestion, tmp_path):
+    proc = _run(["nano3", "pretrain", "-c", "tiny", word, "x"], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"did you mean '{suggestion}'" in proc.stderr and "put it after --" in proc.stderr
+    assert not list(tmp_path.rglob("train.yaml"))  # nothing ran
+
+
+def test_near_global_after_double_dash_passes_through():
+    from nemo_runspec.cli_context import split_unknown_args
+
+    assert split_unknown_args(["--seed", "1", "a.b=2"]) == (["a.b=2"], ["--seed", "1"])
+
+
+def test_kit_is_a_group_so_a_typo_is_an_unknown_command(tmp_path):
+    proc = _run(["kit", "preflght"], cwd=tmp_path)
+    assert proc.returncode == 2 and "did you mean 'preflight'" in proc.stderr.lower()

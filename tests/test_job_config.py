@@ -372,3 +372,29 @@ def test_labels_are_relative_to_cwd_when_below_it(recipe: Path, tmp_path: Path, 
     assert j.run.env_sources.gpus_per_node == "runspec recipe/train.py"
     assert j.run.env_sources.nodes == "config recipe/config/default.yaml"
     assert j.run.env_sources.time == "config recipe/config/base.yaml"
+
+
+def test_run_env_command_line_values_are_validated_like_a_profile(tmp_path):
+    """run.env.KEY=... must not escape env.toml's type/range/format checks."""
+    from nemo_runspec.cli_context import GlobalContext
+    from nemo_runspec.config import build_job_config, parse_config
+    from nemo_runspec.errors import EnvFileError
+
+    cfg_dir = tmp_path / "config"
+    cfg_dir.mkdir()
+    (cfg_dir / "default.yaml").write_text("run:\n  env: {}\ntrain:\n  iters: 1\n")
+    for override, needle in [
+        ("run.env.nodes=0", "greater than or equal to 1"),
+        ("run.env.nodes=1.5", "must be integer"),
+        ("run.env.time=5h", "is not a Slurm time limit"),
+        ("run.env.exclusive=maybe", "must be boolean"),
+        ("+run.env.nodez=3", "unknown key 'nodez'"),
+    ]:
+        ctx = GlobalContext(overrides=[override])
+        cfg = parse_config(ctx, cfg_dir, "default")
+        with pytest.raises(EnvFileError, match=needle) as info:
+            build_job_config(cfg, ctx, "r/x", tmp_path / "x.py")
+        assert str(info.value).startswith("command line:")
+    ctx = GlobalContext(overrides=["run.env.time=10:00:00"])  # not base-60 36000
+    job = build_job_config(parse_config(ctx, cfg_dir, "default"), ctx, "r/x", tmp_path / "x.py")
+    assert job.run.env.time == "10:00:00"

@@ -76,7 +76,7 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("-r, --run PROFILE", "--run", "Submit to the env.toml profile and follow the job (attached)"),
     ("-b, --batch PROFILE", "--batch", "Submit to the env.toml profile and return (detached)"),
     ("-d, --dry-run", "--dry-run", "Show the compiled job and configs; touch nothing"),
-    ("--force-squash", "--force-squash", "Re-squash the container image even if cached"),
+    ("--force-squash", "--force-squash", "Accepted for compatibility; has no effect (no image squashing)"),
     ("--env-file PATH", "--env-file", "Use this env.toml instead of discovering one"),
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
 )
@@ -222,5 +222,32 @@ def split_unknown_args(args: list[str]) -> tuple[list[str], list[str]]:
     overrides: list[str] = []
     passthrough: list[str] = []
     for word in args:
+        if not is_override(word):
+            _refuse_near_global(word)
         (overrides if is_override(word) else passthrough).append(word)
     return overrides, passthrough
+
+
+_GLOBAL_LONG = tuple(long for _, long, _ in GLOBAL_OPTIONS)
+
+
+def _refuse_near_global(word: str) -> None:
+    """A mistyped global option (``--dryrun``, ``--runn``) must not silently become a
+    script argument: the job would run, or be submitted, for real."""
+    if not word.startswith("--") or len(word) < 4:
+        return
+    name = word.split("=", 1)[0]
+    normalised = name.lower().replace("_", "-")
+    candidates = [g for g in _GLOBAL_LONG if g not in ("--debug",)]
+    if normalised in candidates:
+        best: str | None = normalised
+    else:
+        import difflib
+
+        close = difflib.get_close_matches(normalised, candidates, n=1, cutoff=0.75)
+        best = close[0] if close else None
+    if best is not None:
+        raise CLIUsageError(
+            f"unknown option {name!r}",
+            hint=f"did you mean '{best}'? To pass {name} to the script, put it after --",
+        )

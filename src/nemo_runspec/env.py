@@ -643,9 +643,11 @@ def _normalise_aliases(layer: dict[str, Any], ef: EnvFile, profile: str) -> dict
             key="nproc_per_node",
             hint="keep only gpus_per_node",
         )
+    # Fold the alias into gpus_per_node: keeping both would let a later override of
+    # gpus_per_node (e.g. run.env.gpus_per_node=2) leave torchrun at the old count.
     layer = dict(layer)
-    value = gpus if gpus is not None else nproc
-    layer["gpus_per_node"] = layer["nproc_per_node"] = value
+    layer["gpus_per_node"] = gpus if gpus is not None else nproc
+    layer.pop("nproc_per_node", None)
     return layer
 
 
@@ -916,6 +918,26 @@ def _validate_complete(
         return src.path, src.line
 
     _validate(merged, EnvProfileModel, f"[{name}]", locate, complete=True)
+
+
+def validate_run_env(env: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """Validate merged execution settings (``run.env``) exactly like a profile.
+
+    ``run.env`` merges the runspec, the recipe YAML, the profile and command-line
+    ``run.env.KEY=...`` overrides; the last two must not escape the checks that
+    env.toml gets (types, ranges, Slurm time format, unknown keys). ``sources``
+    maps keys to where they came from, which the error names.
+    """
+    from nemo_runspec.env_profile_model import EnvProfileModel
+
+    def locate(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
+        for n in range(len(keypath), 0, -1):
+            label = sources.get(".".join(keypath[:n]))
+            if label:
+                return label, None
+        return None, None
+
+    _validate(dict(env), EnvProfileModel, "run.env", locate, complete=True)
 
 
 # --------------------------------------------------------------------------- #

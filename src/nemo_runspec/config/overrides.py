@@ -53,10 +53,16 @@ class Override:
         return self.text is not None
 
 
+_SEXAGESIMAL = re.compile(r"[-+]?\d+(?::[0-5]?\d)+(?:\.\d*)?")
+
+
 def parse_value(text: str) -> Any:
     """Parse an override value as YAML, keeping unquoted plain text verbatim."""
     if text == "":
         return ""
+    if _SEXAGESIMAL.fullmatch(text.strip()):
+        # YAML 1.1 reads 10:00:00 as 36000 (base 60): a Slurm time limit of 25 days.
+        return text
     try:
         value = yaml.load(text, Loader=_loader())
     except yaml.YAMLError:

@@ -276,6 +276,12 @@ def build_job_config(
         _merge_layer(env, sources, values, _profile_label(env_profile))
     overrides = list(getattr(ctx, "overrides", None) or [])
     env = _apply_cli(env, sources, _cli_env_ops(overrides))
+    if "nproc_per_node" in env and "gpus_per_node" in env and sources.get("gpus_per_node") == CLI_LABEL \
+            and sources.get("nproc_per_node") != CLI_LABEL:
+        del env["nproc_per_node"]  # the alias follows the winning gpus_per_node
+    from nemo_runspec.env import validate_run_env
+
+    validate_run_env(env, sources)
 
     info = config_info(train_config)
     profile = getattr(ctx, "profile", None)

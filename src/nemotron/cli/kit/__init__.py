@@ -8,6 +8,13 @@ from nemo_runspec.recipe_typer import RecipeTyper
 
 app = RecipeTyper(name="kit", help="Kit utilities: preflight checks of a profile.")
 
+
+@app.callback()
+def _kit() -> None:
+    """Kit utilities: preflight checks of a profile."""
+    # A callback keeps `kit` a group even with one command, so `nemotron kit
+    # preflght` is an unknown command instead of script arguments.
+
 for _name, _module in (("preflight", "nemotron.cli.kit.preflight"),):
     try:
         _mod = importlib.import_module(_module)
