@@ -84,3 +84,29 @@ def test_raylet_that_cannot_start_fails_fast_with_message(tmp_path, slurm_cluste
     sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
     assert sub.exit_code != 0
     assert "exited during start-up" in Path(sub.log_path).read_text()
+
+
+KILLER = textwrap.dedent("""
+    import subprocess, sys, time
+    import ray
+
+    ray.init()
+    print("RAY_NODES", len([n for n in ray.nodes() if n["Alive"]]), flush=True)
+    # both "nodes" share this host: end the worker raylet's start script
+    subprocess.run(["pkill", "-f", "start-node-1.sh"], check=False)
+    time.sleep(600)  # the watchdog must stop us long before this
+""")
+
+
+def test_raylet_dying_under_the_driver_fails_the_job_fast(tmp_path, slurm_cluster):
+    script = tmp_path / "driver.py"
+    script.write_text(KILLER)
+    job = prepare_job(env=_profile(), mode="batch", runspec=_spec(), packager=run.Packager(),
+                      script=str(script), base_dir=tmp_path / "jobs")
+    import time
+
+    t0 = time.monotonic()
+    sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
+    assert sub.exit_code == 1
+    assert time.monotonic() - t0 < 240
+    assert "died while the driver was running" in Path(sub.log_path).read_text()
