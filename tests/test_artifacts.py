@@ -298,3 +298,10 @@ def test_no_env_leak_of_registry_root(monkeypatch, tmp_path, payload):
     r.publish("ds", payload)
     assert os.path.exists(tmp_path / "envroot" / "ds" / "v1.json")
     set_registry(None)
+
+
+@pytest.mark.parametrize("alias", ["1bad", "v2", "has space", ""])
+def test_invalid_alias_registers_nothing(reg, payload, alias):
+    with pytest.raises(ArtifactPublishError, match="invalid alias"):
+        reg.publish("ds", payload, aliases=("latest", alias))
+    assert reg.list() == []

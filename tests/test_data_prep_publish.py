@@ -147,3 +147,19 @@ def test_data_prep_script_in_a_subprocess_publishes_where_the_launcher_says(tmp_
     record = json.loads((root / NAME / "v1.json").read_text())
     assert record["path"] == str((tmp_path / "out").resolve())
     assert record["metadata"]["tokens"] == bin_tokens(tmp_path / "out")
+
+
+def test_published_versions_are_not_overwritten_by_a_later_run(corpus, tok_dir, tmp_path, monkeypatch):
+    """Default output dirs carry a content key: v1's files survive a run with another config."""
+    monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", str(tmp_path / "reg"))
+    base = {"input": {"paths": [str(corpus)]}, "tokenizer": {"path": str(tok_dir)}, "name": "ds",
+            "split": "80,10,10", "workers": 0, "publish": {"name": NAME}}
+    run_pretrain({**base, "num_shards": 3})
+    v1 = get_registry().resolve(f"{NAME}:v1")
+    before = {p.relative_to(v1.path): p.read_bytes() for p in Path(v1.path).rglob("*") if p.is_file()}
+    run_pretrain({**base, "num_shards": 2})
+    v2 = get_registry().resolve(f"{NAME}:v2")
+    assert v1.path != v2.path
+    after = {p.relative_to(v1.path): p.read_bytes() for p in Path(v1.path).rglob("*") if p.is_file()}
+    assert after == before
+    assert Path(v1.path).parent == Path(v2.path).parent == tmp_path / "home" / "data" / "ds"

@@ -427,12 +427,17 @@ class ArtifactRegistry:
         if not _NAME_RE.match(name):
             raise ArtifactPublishError(f"invalid artifact name {name!r}",
                                        hint="letters, digits, '.', '_' and '-'")
+        aliases = list(aliases)
+        for alias in aliases:  # before anything is written: a bad alias registers nothing
+            if not _ALIAS_RE.match(alias) or _version_number(alias) is not None:
+                raise ArtifactPublishError(f"invalid alias {alias!r}", key=name,
+                                           hint="aliases start with a letter and are not version numbers")
         src = None if path is None else str(path)
         if src is not None and "://" not in src:
             src = str(Path(src).resolve())
             if not copy and not Path(src).exists():
                 raise ArtifactPublishError(f"nothing to publish: {src} does not exist", key=name)
-        return self.backend.publish(name, src, metadata=metadata or {}, aliases=list(aliases), copy=copy)
+        return self.backend.publish(name, src, metadata=metadata or {}, aliases=aliases, copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
         """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""

@@ -690,12 +690,20 @@ def parse_env(ctx: Any) -> EnvProfile | None:
     error saying where we looked and how to create one.
     """
     name = getattr(ctx, "profile", None)
+    explicit = getattr(ctx, "env_file", None)
     if name is None:
+        if explicit:
+            find_env_file(explicit)  # a missing --env-file is an error even in local mode
         return None
-    path = find_env_file(getattr(ctx, "env_file", None))
+    path = find_env_file(explicit)
     if path is None:
         raise _not_found_error(name)
-    return load_env_profile(name, path)
+    profile = load_env_profile(name, path)
+    # The special sections matter to this job too (W&B, artifact root, caches):
+    # a typo there must fail now, not only under `nemotron env list`.
+    for section in (get_wandb_config, get_artifacts_config, get_cache_config, get_cli_config):
+        section(path)
+    return profile
 
 
 # --------------------------------------------------------------------------- #

@@ -612,8 +612,20 @@ def _follow_loop(sub: SubmittedJob, remote: _Remote, console: Any, poll: float, 
                              hint="is Slurm accounting (slurmdbd) enabled?")
     sub.state = info["State"]
     sub.exit_code = exit_code_from_sacct(info["State"], info["ExitCode"])
+    # A job cancelled or failed before its script ran never sourced (and so never
+    # deleted) the secrets file: remove it now that the job is over.
+    _remove_secrets(sub.prepared, None)
     style = "green" if sub.exit_code == 0 else "red"
     console.print(f"[{style}]job {sub.job_id}: {sub.state} (exit code {sub.exit_code})[/]")
     if sub.exit_code != 0:
+        if sub.sbatch_log_path != sub.log_path:
+            # Failures before the launcher (startup commands, srun) are only in the batch log.
+            tail = remote.read_from(sub.sbatch_log_path, 0).decode(errors="replace").splitlines()[-12:]
+            from nemo_runspec.secrets import redact_text
+
+            secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
+            for line in tail:
+                console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True,
+                              highlight=False, markup=False)
         console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False)
     return sub.exit_code

@@ -49,10 +49,22 @@ def config_hash(cfg: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def default_output_dir(name: str) -> str:
-    """``$NEMOTRON_HOME/data/<name>`` (``NEMOTRON_HOME`` defaults to ``~/.nemotron``)."""
+def default_output_dir(name: str, key: str | None = None) -> str:
+    """``$NEMOTRON_HOME/data/<name>[/<key>]`` (``NEMOTRON_HOME`` defaults to ``~/.nemotron``)."""
     home = os.environ.get("NEMOTRON_HOME") or os.path.expanduser("~/.nemotron")
-    return os.path.join(home, "data", name)
+    return os.path.join(home, "data", name, key) if key else os.path.join(home, "data", name)
+
+
+def content_key(cfg: Mapping[str, Any], files: list[Any]) -> str:
+    """12 hex digits naming what the output will contain: the config and the inputs.
+
+    The default output dir carries it, so a published version's path is never
+    overwritten by a run with another config or changed inputs (the same key
+    means the same, byte-identical output, so re-running into it is harmless).
+    """
+    inputs = [(f.url, f.size, f.mtime, f.num_records) for f in files]
+    blob = json.dumps([config_hash(cfg), inputs], sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
 
 
 @dataclass
@@ -78,7 +90,9 @@ def make_plan(cfg: Mapping[str, Any], kind: str, default_name: str) -> Plan:
     urls = expand_inputs(paths, base)
     fmt = get(c, "input.format", "auto")
     files = [scan_input(u, fmt) for u in urls]
-    out_dir = Path(resolve_path(c.get("output_dir") or default_output_dir(c.get("name") or default_name)))
+    out_dir = Path(resolve_path(
+        c.get("output_dir") or default_output_dir(c.get("name") or default_name, content_key(c, files))
+    ))
     workers = c.get("workers")
     if workers is not None and int(workers) < 0:
         raise ConfigError(f"workers must be >= 0, got {workers}", key="workers")

@@ -25,7 +25,7 @@ META = RecipeMeta(
     output_artifacts={"data": "prepared pretrain data (run.output, e.g. nano3-pretrain-data:latest)"},
     examples=[
         "nemotron nano3 data prep pretrain -c tiny --dry-run",
-        "nemotron nano3 data prep pretrain --run dev output.num_shards=16",
+        "nemotron nano3 data prep pretrain --run dev num_shards=16 sample=1000",
     ],
     description="Prepare the pretrain data for Nemotron 3 Nano (Ray).",
 )

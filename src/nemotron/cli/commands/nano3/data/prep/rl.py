@@ -25,7 +25,7 @@ META = RecipeMeta(
     output_artifacts={"data": "prepared rl data (run.output, e.g. nano3-rl-data:latest)"},
     examples=[
         "nemotron nano3 data prep rl -c tiny --dry-run",
-        "nemotron nano3 data prep rl --run dev output.num_shards=16",
+        "nemotron nano3 data prep rl --run dev num_shards=16 sample=1000",
     ],
     description="Prepare the rl data for Nemotron 3 Nano (Ray).",
 )

@@ -25,7 +25,7 @@ META = RecipeMeta(
     output_artifacts={"data": "prepared sft data (run.output, e.g. nano3-sft-data:latest)"},
     examples=[
         "nemotron nano3 data prep sft -c tiny --dry-run",
-        "nemotron nano3 data prep sft --run dev output.num_shards=16",
+        "nemotron nano3 data prep sft --run dev num_shards=16 sample=1000",
     ],
     description="Prepare the sft data for Nemotron 3 Nano (Ray).",
 )
