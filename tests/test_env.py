@@ -740,3 +740,19 @@ def test_ray_profile_keys_reach_template_env(tmp_path):
     prof = load_env_profile("r", path)
     env = ray_env_vars(python=None, port_base=prof.get("ray_port_base"), timeout=prof.get("ray_timeout"))
     assert env == {"NEMOTRON_RAY_PORT_BASE": "21000", "NEMOTRON_RAY_TIMEOUT": "42"}
+
+
+@pytest.mark.parametrize(("option", "key"), [("nodes", "nodes"), ("time", "time"), ("gpus-per-node", "gpus_per_node"),
+                                             ("job-name", "job_name_prefix")])
+def test_sbatch_options_cannot_shadow_first_class_keys(tmp_path, option, key):
+    path = tmp_path / "env.toml"
+    path.write_text(f'[c]\nexecutor = "slurm"\naccount = "a"\nsbatch_options = {{ "{option}" = "4" }}\n')
+    with pytest.raises(envmod.EnvFileError, match=f"set the profile key '{key}' instead") as info:
+        envmod.load_env_profile("c", path)
+    assert info.value.line == 4
+
+
+def test_sbatch_options_for_unmanaged_flags_are_fine(tmp_path):
+    path = tmp_path / "env.toml"
+    path.write_text('[c]\nexecutor = "slurm"\naccount = "a"\nsbatch_options = { reservation = "r", "gpu-bind" = "none" }\n')
+    assert envmod.load_env_profile("c", path).values["sbatch_options"]["reservation"] == "r"

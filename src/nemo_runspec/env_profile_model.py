@@ -15,7 +15,7 @@ a message meant for users.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -53,6 +53,16 @@ class SubPackager(BaseModel):
         if self.packager == "pattern" and not self.include_pattern:
             raise ValueError('a sub-packager with packager = "pattern" needs include_pattern')
         return self
+
+
+#: sbatch options with a profile key of their own (or set by nemotron itself).
+_MANAGED_SBATCH: dict[str, str | None] = {
+    **{k: k for k in ("nodes", "ntasks_per_node", "gpus_per_node", "cpus_per_task", "mem", "time",
+                      "partition", "account", "qos", "constraint", "exclude", "gres", "exclusive")},
+    "gpus": "gpus_per_node", "ntasks": "ntasks_per_node", "n": "ntasks_per_node", "N": "nodes",
+    "t": "time", "p": "partition", "A": "account", "job_name": "job_name_prefix",
+    "output": None, "error": None, "dependency": None, "open_mode": None,
+}
 
 
 class EnvProfileModel(BaseModel):
@@ -134,6 +144,21 @@ class EnvProfileModel(BaseModel):
             if not _MOUNT.match(m):
                 raise ValueError(f"entry {i} {m!r} must look like src:dst or src:dst:flags")
         return v
+
+    @field_validator("sbatch_options")
+    @classmethod
+    def _no_shadowed_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # A raw option that duplicates a first-class key would make the sbatch
+        # header and the launcher disagree (e.g. --nodes=4 with torchrun --nnodes 2).
+        for name in value or {}:
+            key = str(name).lstrip("-").replace("-", "_")
+            if key in _MANAGED_SBATCH:
+                target = _MANAGED_SBATCH[key]
+                raise ValueError(
+                    f"sbatch option {name!r} is managed by nemotron; "
+                    + (f"set the profile key {target!r} instead" if target else "remove it")
+                )
+        return value
 
     @model_validator(mode="after")
     def _cross_field(self, info: ValidationInfo) -> EnvProfileModel:
