@@ -116,6 +116,28 @@ def _checkpoint_dir(cfg: Any, kind: str, config_path: str) -> str | None:
     return str(p if p.is_absolute() else job_dir(config_path) / p)
 
 
+def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -> None:
+    """Publish the checkpoint dir as the artifact ``publish.name`` (rank 0 only).
+
+    This is how stages hand models on: pretrain publishes e.g.
+    ``nano3-pretrain-model-tiny``, which the SFT config names in ``run.model``.
+    The checkpoint is registered by reference (job dirs are unique per run).
+    """
+    name = (cfg.get("publish") or {}).get("name")
+    if not name or int(os.environ.get("RANK", "0") or 0) != 0:
+        return
+    ckpt = _checkpoint_dir(cfg, kind, config_path)
+    if not ckpt or not Path(ckpt).exists():
+        print(f"nano3/{kind}: nothing to publish as {name}: no checkpoint dir ({ckpt})", file=sys.stderr)
+        return
+    from nemo_runspec.artifact_registry import get_registry
+
+    registry = get_registry()
+    art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend,
+                                                  "config": str(config_path)})
+    print(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]", flush=True)
+
+
 def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
     """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
     from omegaconf import OmegaConf
@@ -164,13 +186,19 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
         cfg = load_config(args.config, extra)
         backend = choose_backend(cfg, native_module)
         if backend == "native":
-            return native_run(cfg, extra)
+            code = native_run(cfg, extra)
+            if code == 0:
+                publish_checkpoint(cfg, kind, args.config, backend=native_module)
+            return code
         if backend == "missing":
             print(f"{name}: {native_module} is not installed here; run this recipe in its container "
                   f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or +fallback.enabled=true).",
                   file=sys.stderr)
             return EXIT_BACKEND_MISSING
-        return run_fallback(kind, cfg, args.config)
+        code = run_fallback(kind, cfg, args.config)
+        if code == 0:
+            publish_checkpoint(cfg, kind, args.config, backend="torch-fallback")
+        return code
     except NemoRunspecError as exc:
         if debug:
             raise

@@ -63,6 +63,7 @@ def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stac
     container = OmegaConf.to_container(cfg, resolve=True)
     container.pop("run", None)
     container.pop("fallback", None)
+    container.pop("publish", None)  # ours: the launcher publishes the checkpoint
     pretrain(ConfigContainer.from_dict(container), forward_step_func=forward_step)
     return 0
 

@@ -1,0 +1,34 @@
+"""Stages hand data and models on through artifacts, locally, via the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+NEMOTRON = Path(sys.executable).with_name("nemotron")
+
+
+def test_data_prep_then_pretrain_then_sft_sees_the_model(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), COLUMNS="250", RAY_DISABLE_USAGE_STATS="1")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(NEMOTRON), *args], cwd=tmp_path, env=env, text=True,
+                              capture_output=True, timeout=600)
+
+    prep = run("nano3", "data", "prep", "pretrain", "-c", "tiny", "sample=200")
+    assert prep.returncode == 0, prep.stderr[-2000:]
+    pre = run("nano3", "pretrain", "-c", "tiny", "fallback.max_steps=4")
+    assert pre.returncode == 0, pre.stdout[-2000:] + pre.stderr[-2000:]
+    assert "published nano3-pretrain-model-tiny:v1" in pre.stdout
+
+    from nemo_runspec.artifact_registry import ArtifactRegistry
+
+    model = ArtifactRegistry(tmp_path / "home" / "artifacts").resolve("nano3-pretrain-model-tiny")
+    assert any(Path(model.path).iterdir())  # the checkpoint is there
+    assert model.metadata["backend"] == "torch-fallback"
+    sft = run("nano3", "sft", "-c", "tiny", "--dry-run")
+    assert sft.returncode == 0, sft.stderr
+    assert f"v1  {model.path}" in sft.stdout  # run.model resolves to the pretrain checkpoint
