@@ -70,14 +70,55 @@ def _wandb_enabled(job_config: Any) -> bool:
     wandb = _get(job_config, "wandb")
     if wandb is None:
         wandb = _get(job_config, "run", "wandb")
-    if wandb is None or wandb is False:
+    if wandb is False:
         return False
+    if wandb is None:
+        # Megatron-Bridge configs turn W&B on by naming a project in `logger`.
+        return bool(_get(job_config, "logger", "wandb_project"))
     if isinstance(wandb, bool):
         return wandb
     enabled = _get(wandb, "enabled")
     if enabled is not None:
         return bool(enabled)
     return bool(_get(wandb, "project"))
+
+
+def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
+    """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME`` for a job that logs to W&B.
+
+    Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
+    Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
+    then env.toml ``[wandb]`` (``project``, ``entity``). With ``key_env=True``
+    returns ``{"api_key_env": NAME}``: the variable holding the API key. Reads
+    local files only; never contacts W&B.
+    """
+    section: dict[str, Any] = {}
+    try:
+        from nemo_runspec.env import find_env_file, get_wandb_config
+
+        path = find_env_file()
+        section = get_wandb_config(path) if path else {}
+    except Exception:  # noqa: BLE001 - reported where profiles are loaded
+        section = {}
+    if key_env:
+        return {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
+    wandb = _get(job_config, "wandb") or _get(job_config, "run", "wandb")
+    wandb = wandb if not isinstance(wandb, bool) else None
+    out: dict[str, str] = {}
+    for var, keys in (("WANDB_PROJECT", (("wandb", "project"), ("logger", "wandb_project"), ("[wandb]", "project"))),
+                      ("WANDB_ENTITY", (("wandb", "entity"), ("logger", "wandb_entity"), ("[wandb]", "entity"))),
+                      ("WANDB_NAME", (("wandb", "name"), ("logger", "wandb_exp_name")))):
+        for where, key in keys:
+            if where == "wandb":
+                value = _get(wandb, key) if wandb is not None else None
+            elif where == "[wandb]":
+                value = section.get(key)
+            else:
+                value = _get(job_config, where, key)
+            if value not in (None, ""):
+                out[var] = str(value)
+                break
+    return out
 
 
 def _needs_hf(job_config: Any, merged: Mapping[str, str]) -> bool:
@@ -113,14 +154,11 @@ def build_env_vars(
         merged.setdefault("LOGLEVEL", "WARNING")
 
     if _wandb_enabled(job_config):
-        wandb = _get(job_config, "wandb") or _get(job_config, "run", "wandb")
-        for key, var in (("project", "WANDB_PROJECT"), ("entity", "WANDB_ENTITY"),
-                         ("name", "WANDB_NAME")):
-            val = _get(wandb, key) if not isinstance(wandb, bool) else None
-            if val is not None and var not in merged:
-                merged[var] = str(val)
-        if environ.get("WANDB_API_KEY") and "WANDB_API_KEY" not in merged:
-            merged["WANDB_API_KEY"] = environ["WANDB_API_KEY"]
+        for var, value in wandb_settings(job_config).items():
+            merged.setdefault(var, value)
+        key_var = wandb_settings(job_config, key_env=True).get("api_key_env", "WANDB_API_KEY")
+        if environ.get(key_var) and "WANDB_API_KEY" not in merged:
+            merged["WANDB_API_KEY"] = environ[key_var]
     if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
         merged["HF_TOKEN"] = environ["HF_TOKEN"]
 
