@@ -306,11 +306,15 @@ def build_job_config(
     return OmegaConf.create(data)
 
 
-def _strip_secrets(obj: Any) -> Any:
-    """Drop secret-named entries holding literal values (references like ``${oc.env:X}`` stay)."""
+def _strip_secrets(obj: Any, path: str = "", dropped: list[str] | None = None) -> Any:
+    """Drop secret-named entries holding literal values (references like ``${oc.env:X}`` stay).
+
+    The dotted paths of what was dropped are appended to ``dropped``.
+    """
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
+            where = f"{path}.{k}" if path else str(k)
             if (
                 isinstance(k, str)
                 and is_secret_name(k)
@@ -318,11 +322,13 @@ def _strip_secrets(obj: Any) -> Any:
                 and v not in (None, "")
                 and not (isinstance(v, str) and _REFERENCE.match(v))
             ):
+                if dropped is not None:
+                    dropped.append(where)
                 continue
-            out[k] = _strip_secrets(v)
+            out[k] = _strip_secrets(v, where, dropped)
         return out
     if isinstance(obj, list):
-        return [_strip_secrets(v) for v in obj]
+        return [_strip_secrets(v, f"{path}[{i}]", dropped) for i, v in enumerate(obj)]
     return obj
 
 
@@ -349,5 +355,13 @@ def extract_train_config(job_config: DictConfig, *, for_remote: bool = False) ->
         if not run:
             del data["run"]
     if for_remote:
-        data = _strip_secrets(data)
+        dropped: list[str] = []
+        data = _strip_secrets(data, dropped=dropped)
+        for where in dropped:
+            if not where.startswith("run.env."):  # profile env_vars reach the job as env vars
+                import sys
+
+                print(f"warning: {where} looks like a secret, so it is not written to train.yaml; "
+                      "give it to the job as an environment variable (profile env_vars, or the "
+                      "shell for local runs) and read it there", file=sys.stderr)
     return OmegaConf.create(data)
