@@ -296,3 +296,16 @@ def test_unknown_default_from_outside_names_both_places(cfgdir: Path, tmp_path: 
     assert err.line == 2
     assert str(tmp_path / "elsewhere") in err.problem and str(cfgdir) in err.problem
     assert "did you mean 'default'" in (err.hint or "")
+
+
+def test_child_config_typo_is_warned_with_did_you_mean(tmp_path, capsys):
+    from nemo_runspec.config import load_config
+
+    (tmp_path / "base.yaml").write_text("train:\n  train_iters: 10\n  lr: 0.1\n")
+    (tmp_path / "child.yaml").write_text("defaults: [base]\ntrain:\n  trian_iters: 4\n  brand_new: 1\n")
+    cfg, _ = load_config("child", tmp_path)
+    err = capsys.readouterr().err
+    assert "child.yaml:3: key 'train.trian_iters' is not in the configs it extends" in err
+    assert "did you mean 'train.train_iters'" in err
+    assert "brand_new" not in err  # genuinely new keys are allowed and not flagged
+    assert cfg.train.trian_iters == 4  # a warning, not an error

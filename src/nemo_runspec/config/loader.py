@@ -207,6 +207,47 @@ def _resolve_default(entry: str, including: Path, config_dir: Path | None) -> Pa
     raise ConfigError(f"unknown config '{entry}' in defaults (looked in {where})", hint=hint)
 
 
+def _leaf_paths(data: Any, prefix: str = "") -> list[str]:
+    if not isinstance(data, dict) or not data:
+        return [prefix] if prefix else []
+    out: list[str] = []
+    for k, v in data.items():
+        out += _leaf_paths(v, f"{prefix}.{k}" if prefix else str(k))
+    return out
+
+
+def _warn_new_keys(parents: DictConfig, data: dict, path: Path, text: str) -> None:
+    """Warn (not fail: configs may add keys) about a child's keys that look like typos.
+
+    A key is flagged when its parents lack it but have a close sibling
+    (``train.trian_iters`` next to ``train.train_iters``): overrides would refuse
+    it, and a YAML file should not silently train with the default instead.
+    """
+    import sys
+
+    from nemo_runspec._suggest import closest
+
+    base = OmegaConf.to_container(parents, resolve=False)
+    for dotted in _leaf_paths(data):
+        node: Any = base
+        parts = dotted.split(".")
+        for i, part in enumerate(parts):
+            if not isinstance(node, dict):
+                break
+            if part not in node:
+                near = closest(part, [str(k) for k in node])
+                if near is not None:
+                    where = ".".join(parts[:i])
+                    suggestion = f"{where}.{near}" if where else near
+                    line = next((n for n, ln in enumerate(text.splitlines(), 1)
+                                 if ln.strip().startswith(f"{part}:")), None)
+                    loc = f"{path}:{line}" if line else str(path)
+                    print(f"warning: {loc}: key '{'.'.join(parts[:i + 1])}' is not in the configs "
+                          f"it extends (did you mean '{suggestion}'?)", file=sys.stderr)
+                break
+            node = node[part]
+
+
 def _load_chain(
     path: Path, stack: list[Path], info: LoadedConfig, config_dir: Path | None = None
 ) -> DictConfig:
@@ -219,6 +260,8 @@ def _load_chain(
     result = OmegaConf.create({})
     for entry in layers:
         if entry == _SELF:
+            if entries:  # a child of other configs: flag keys its parents do not have
+                _warn_new_keys(result, data, path, text)
             result = _merge(result, own, path)
             info.files.append(path)
             env = (data.get("run") or {}).get("env") if isinstance(data.get("run"), dict) else None
