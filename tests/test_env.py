@@ -756,3 +756,10 @@ def test_sbatch_options_for_unmanaged_flags_are_fine(tmp_path):
     path = tmp_path / "env.toml"
     path.write_text('[c]\nexecutor = "slurm"\naccount = "a"\nsbatch_options = { reservation = "r", "gpu-bind" = "none" }\n')
     assert envmod.load_env_profile("c", path).values["sbatch_options"]["reservation"] == "r"
+
+
+def test_misspelt_special_section_suggests_the_section(tmp_path):
+    path = tmp_path / "env.toml"
+    path.write_text('[wandbb]\nentity = "team"\n')
+    with pytest.raises(envmod.EnvFileError, match=r"did you mean the \[wandb\] section\?"):
+        envmod.load_env_profile("wandbb", path)

@@ -849,6 +849,13 @@ def _validation_error(
             hint = did_you_mean(str(unknown), known) if closest(str(unknown), known) else None
             if hint is None:
                 hint = "see docs/env-toml.md for the known keys"
+        if len(path) == 1 and model.__name__ == "EnvProfileModel":
+            from nemo_runspec.env_profile_model import SECTION_MODELS
+
+            name = section.strip("[]")
+            near = closest(name, list(SECTION_MODELS))
+            if near and near != name and str(unknown) in SECTION_MODELS[near].model_fields:
+                hint = f"[{name}] is read as a profile: did you mean the [{near}] section?"
         where = f"{section}" if len(path) == 1 else f"{section} table {_dotted(path[:-1])!r}"
         return EnvFileError(f"unknown key {key!r} in {where}", path=file, line=line, key=key, hint=hint)
     if not path:  # model-level (cross-field) check
