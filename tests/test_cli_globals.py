@@ -283,3 +283,31 @@ def test_near_global_after_double_dash_passes_through():
 def test_kit_is_a_group_so_a_typo_is_an_unknown_command(tmp_path):
     proc = _run(["kit", "preflght"], cwd=tmp_path)
     assert proc.returncode == 2 and "did you mean 'preflight'" in proc.stderr.lower()
+
+
+@pytest.mark.parametrize(("word", "suggestion"), [("--dry", "--dry-run"), ("--env", "--env-file"),
+                                                  ("--conf", "--config")])
+def test_abbreviated_global_is_an_error(word, suggestion, tmp_path):
+    proc = _run(["nano3", "pretrain", "-c", "tiny", word, "x"], cwd=tmp_path)
+    assert proc.returncode == 2 and f"did you mean '{suggestion}'" in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--batch-size", "--run-name", "--debugger", "--seed"])
+def test_ordinary_script_flags_still_pass_through(flag):
+    from nemo_runspec.cli_context import split_unknown_args
+
+    assert split_unknown_args([flag, "3"]) == ([], [flag, "3"])
+
+
+def test_bare_profile_name_is_refused_as_a_forgotten_run(env_toml, tmp_path):
+    proc = _run(["kit", "preflight", "dev", "--env-file", str(env_toml)], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "it is an env.toml profile" in proc.stderr and "--run dev" in proc.stderr
+    proc = _run(["kit", "preflight", "-d", "--env-file", str(env_toml), "--", "dev"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr  # after -- it is the script's business
+
+
+def test_recipe_scripts_reject_unknown_arguments(tmp_path):
+    proc = _run(["nano3", "pretrain", "-c", "tiny", "--", "--no-such-flag"], cwd=tmp_path,
+                env={"NEMOTRON_HOME": str(tmp_path / "h")})
+    assert proc.returncode == 2 and "unknown argument(s) --no-such-flag" in proc.stderr

@@ -163,3 +163,21 @@ def test_published_versions_are_not_overwritten_by_a_later_run(corpus, tok_dir, 
     after = {p.relative_to(v1.path): p.read_bytes() for p in Path(v1.path).rglob("*") if p.is_file()}
     assert after == before
     assert Path(v1.path).parent == Path(v2.path).parent == tmp_path / "home" / "data" / "ds"
+
+
+def test_content_key_ignores_where_the_same_input_lives(corpus, tok_dir, tmp_path):
+    """A packaged job sees the inputs under another path: same data, same directory."""
+    import shutil
+
+    from nemotron.data_prep.common import make_plan
+
+    moved = tmp_path / "code" / "elsewhere" / corpus.name
+    moved.parent.mkdir(parents=True)
+    shutil.copy2(corpus, moved)
+    base = {"tokenizer": {"path": str(tok_dir)}, "name": "ds", "num_shards": 2}
+    a = make_plan({**base, "input": {"paths": [str(corpus)]}}, "pretrain", "x")
+    b = make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x")
+    assert a.out_dir == b.out_dir
+    moved.write_text(moved.read_text().replace("alpha", "omega"))  # other content: other key
+    c = make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x")
+    assert c.out_dir != a.out_dir

@@ -160,3 +160,15 @@ def test_wandb_settings_from_logger_and_env_toml_section(tmp_path, monkeypatch):
     plain, secrets = build_env_vars({"logger": {"wandb_project": None}}, dict(BASE),
                                     environ={"MY_WB_KEY": "wk-123456", "WANDB_API_KEY": "x"})
     assert not any(k.startswith("WANDB") for k in {**plain, **secrets})
+
+
+def test_cancel_command_also_removes_a_leftover_secrets_file(tmp_path):
+    from nemo_runspec.slurm import SubmittedJob, follow_commands, prepare_job
+
+    job = prepare_job(env=dict(BASE, container_image=""), mode="batch", runspec=spec(),
+                      packager=run.Packager(), script="x.py", secrets={"HF_TOKEN": "hf_x"},
+                      base_dir=tmp_path)
+    sub = SubmittedJob(job_id="42", job_dir=job.job_dir, log_path="l", sbatch_log_path="s",
+                       sbatch_path="p", name=job.name, prepared=job)
+    cancel = dict(follow_commands(sub))["cancel"]
+    assert cancel.startswith("scancel 42; rm -f ") and job.secret_path in cancel

@@ -95,3 +95,14 @@ def test_redact_text_explicit_values() -> None:
 def test_secret_values() -> None:
     env = {"HF_TOKEN": "tok-1", "NODES": "2", "DB_PASSWORD": "", "API_KEY": 1234, "prompt_key": "q"}
     assert sorted(secret_values(env)) == ["1234", "tok-1"]
+
+
+@pytest.mark.parametrize("name", ["eod_token", "eot_token", "im_start_token", "fim_prefix_token",
+                                  "tokenizer.eod_token"])
+def test_tokenizer_special_tokens_are_not_secrets(name):
+    assert not is_secret_name(name.rsplit(".", 1)[-1])
+
+
+@pytest.mark.parametrize("name", ["user_token", "refresh_token", "API_TOKEN", "SLACK_TOKEN"])
+def test_credential_tokens_stay_secret(name):
+    assert is_secret_name(name)

@@ -239,8 +239,11 @@ def _refuse_near_global(word: str) -> None:
     name = word.split("=", 1)[0]
     normalised = name.lower().replace("_", "-")
     candidates = [g for g in _GLOBAL_LONG if g not in ("--debug",)]
+    prefix_of = [g for g in candidates if g.startswith(normalised) and len(normalised) >= 4]
     if normalised in candidates:
         best: str | None = normalised
+    elif prefix_of:  # an abbreviation (--dry, --env, --conf): never a script flag by accident
+        best = prefix_of[0]
     else:
         import difflib
 

@@ -692,8 +692,8 @@ def parse_env(ctx: Any) -> EnvProfile | None:
     name = getattr(ctx, "profile", None)
     explicit = getattr(ctx, "env_file", None)
     if name is None:
-        if explicit:
-            find_env_file(explicit)  # a missing --env-file is an error even in local mode
+        if explicit or os.environ.get("NEMOTRON_ENV_FILE"):
+            find_env_file(explicit)  # a missing named env file is an error even in local mode
         return None
     path = find_env_file(explicit)
     if path is None:

@@ -151,6 +151,11 @@ class EnvProfileModel(BaseModel):
         # A raw option that duplicates a first-class key would make the sbatch
         # header and the launcher disagree (e.g. --nodes=4 with torchrun --nnodes 2).
         for name in value or {}:
+            if not re.fullmatch(r"[a-z][a-z0-9-]*|[A-Za-z]", str(name).lstrip("-")):
+                raise ValueError(
+                    f"sbatch option {name!r} is not an sbatch option name "
+                    "(lower-case letters, digits and '-', e.g. \"gpu-bind\")"
+                )
             key = str(name).lstrip("-").replace("-", "_")
             if key in _MANAGED_SBATCH:
                 target = _MANAGED_SBATCH[key]

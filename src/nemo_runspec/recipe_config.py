@@ -41,6 +41,7 @@ def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConf
     ``gctx.passthrough``) always pass through, after the others.
     """
     overrides, passthrough = split_unknown_args(list(extra_args))
+    _refuse_profile_as_argument(passthrough, gctx)
     if gctx.force_squash:
         import sys
 
@@ -66,6 +67,33 @@ def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConf
         argv=list(full.argv),
         config=full.config,
     )
+
+
+def _refuse_profile_as_argument(words: list[str], gctx: GlobalContext) -> None:
+    """A bare word naming an env.toml profile is almost surely a forgotten ``--run``:
+    the job would run here instead of on the cluster. (After ``--`` it passes.)"""
+    bare = [w for w in words if not w.startswith("-")]
+    if not bare:
+        return
+    try:
+        import tomllib
+
+        from nemo_runspec.env import find_env_file
+
+        path = find_env_file(gctx.env_file)
+        names = set(tomllib.loads(path.read_text()).keys()) if path else set()
+    except Exception:  # noqa: BLE001 - a broken env.toml is reported where it is used
+        return
+    names -= {"wandb", "cli", "cache", "artifacts"}
+    for word in bare:
+        if word in names:
+            from nemo_runspec.errors import CLIUsageError
+
+            raise CLIUsageError(
+                f"unexpected argument {word!r}: it is an env.toml profile",
+                hint=f"to run on it use --run {word} (or --batch {word}); "
+                     f"to pass {word!r} to the script put it after --",
+            )
 
 
 def parse_recipe_config(ctx: typer.Context) -> RecipeConfig:

@@ -36,7 +36,9 @@ _DATA_KEY_WORDS = frozenset({
 })
 # Words before ``_token`` that make it a tokenizer setting or a count, not a credential.
 _TOKENIZER_WORDS = frozenset({
-    "pad", "eos", "bos", "unk", "sep", "cls", "mask", "special", "start", "end", "image",
+    "pad", "eos", "bos", "eod", "eot", "unk", "sep", "cls", "mask", "special", "start", "end",
+    "image", "audio", "video", "vision", "im", "system", "assistant", "tool",
+    "think", "boi", "eoi", "fim", "prefix", "suffix", "middle", "newline", "control", "reserved",
     "max", "min", "num", "total", "first", "last", "next", "stop", "extra", "added",
 })
 # A name ending in one of these holds where a secret lives, not the secret itself.

@@ -494,8 +494,19 @@ def follow_commands(sub: SubmittedJob) -> list[tuple[str, str]]:
         ("logs", f"{prefix}tail -f {sub.log_path}"),
         ("queue", f"{prefix}squeue -j {sub.job_id}"),
         ("status", f"{prefix}sacct -j {sub.job_id}"),
-        ("cancel", f"{prefix}scancel {sub.job_id}"),
+        ("cancel", f"{prefix}{_cancel_command(sub)}"),
     ]
+
+
+def _cancel_command(sub: SubmittedJob) -> str:
+    """``scancel``, plus removing the secrets file a never-started job leaves behind."""
+    job = sub.prepared
+    if job is None or not job.secrets or not job.secret_path:
+        return f"scancel {sub.job_id}"
+    rm = f"rm -f {shlex.quote(job.secret_path)}"
+    if job.tunnel_kind == "ssh":
+        return f"'scancel {sub.job_id}; {rm}'"  # one remote command line
+    return f"scancel {sub.job_id}; {rm}"
 
 
 def print_submission(sub: SubmittedJob, console: Any = None) -> None:

@@ -62,9 +62,38 @@ def content_key(cfg: Mapping[str, Any], files: list[Any]) -> str:
     overwritten by a run with another config or changed inputs (the same key
     means the same, byte-identical output, so re-running into it is harmless).
     """
-    inputs = [(f.url, f.size, f.mtime, f.num_records) for f in files]
-    blob = json.dumps([config_hash(cfg), inputs], sort_keys=True, default=str).encode()
+    inputs = sorted((_content_id(f)) for f in files)
+    blob = json.dumps([config_hash(_without_locations(cfg)), inputs], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def _content_id(f: Any) -> tuple[str, int, int, str]:
+    """What a file holds, not where it is: name, size, records and a hash of its head.
+
+    A packaged job sees the same inputs under another path (``<job dir>/code/...``);
+    keying on the path would give identical data a new directory and version.
+    """
+    head = ""
+    try:
+        import fsspec
+
+        with fsspec.open(f.url, "rb") as fh:
+            head = hashlib.sha256(fh.read(1 << 20)).hexdigest()[:16]
+    except (OSError, ValueError):  # e.g. a hub dataset id: no file to read
+        head = str(f.mtime)
+    return (str(f.url).rstrip("/").rsplit("/", 1)[-1], int(f.size), int(f.num_records), head)
+
+
+def _without_locations(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The config minus where the inputs live (their content is keyed instead).
+
+    ``tokenizer.path`` stays: a ``pkg:`` or shared-filesystem path names the same
+    tokenizer wherever the job runs.
+    """
+    c = dict(cfg)
+    if isinstance(c.get("input"), Mapping):
+        c["input"] = {k: v for k, v in c["input"].items() if k != "paths"}
+    return c
 
 
 @dataclass

@@ -183,6 +183,10 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
     debug = os.environ.get("NEMOTRON_DEBUG") == "1"
     name = f"nano3/{kind}"
     try:
+        unknown = [e for e in extra if not ("=" in e and not e.startswith("-"))]
+        if unknown:
+            raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
+                              hint="train.py takes --config PATH and key=value overrides")
         cfg = load_config(args.config, extra)
         backend = choose_backend(cfg, native_module)
         if backend == "native":

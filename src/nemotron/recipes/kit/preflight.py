@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="YAML config (the CLI passes the job's train config)")
     parser.add_argument("--timeout", type=float, default=None, help="rendezvous timeout, seconds")
-    args, _unknown = parser.parse_known_args(argv)
+    args = parser.parse_args(argv)  # unknown arguments are an error, not silently ignored
     cfg = _load_config(args.config)
 
     import torch
