@@ -138,6 +138,22 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     print(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]", flush=True)
 
 
+def _pretrained_dir(cfg: Any, kind: str, config_path: str) -> str | None:
+    """SFT starts from the pretrain checkpoint (``checkpoint.pretrained_checkpoint``,
+    usually ``${art:model,path}``). Unset, or ``fallback.init_from_pretrained: false``:
+    from scratch. Set but unresolvable: a one-line warning, then from scratch, so
+    the tiny chain also runs without a pretrain stage."""
+    if kind != "sft" or (cfg.get("fallback") or {}).get("init_from_pretrained") is False:
+        return None
+    if not ((cfg.get("checkpoint") or {}).get("pretrained_checkpoint")):
+        return None
+    try:
+        return resolve_path_key(cfg, "checkpoint.pretrained_checkpoint", config_path)
+    except NemoRunspecError as exc:
+        print(f"warning: nano3/{kind}: training from scratch: {exc}", file=sys.stderr)
+        return None
+
+
 def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
     """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
     from omegaconf import OmegaConf
@@ -164,9 +180,10 @@ def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
         task = RLSmokeTask(data_path, settings, tok)
         print("[rl-smoke] NOTE: CPU smoke fallback, not RL: supervised warm-start on prompt->answer "
               "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
+    init_from = _pretrained_dir(cfg, kind, config_path)
     dist = init_distributed(settings.device)
     try:
-        train(task, settings, _checkpoint_dir(cfg, kind, config_path), dist)
+        train(task, settings, _checkpoint_dir(cfg, kind, config_path), dist, init_from=init_from)
     finally:
         shutdown()
     return 0

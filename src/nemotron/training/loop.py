@@ -170,8 +170,45 @@ def _log(msg: str) -> None:
     print(msg, flush=True)
 
 
+def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple[Path, int]:
+    """Load the latest checkpoint in ``directory`` into ``model`` (weights only).
+
+    Every tensor must match in shape, except the learned position table, whose
+    overlapping rows are copied (a previous stage may use shorter sequences).
+    Returns the checkpoint's path and step; a missing or incompatible checkpoint
+    is a ConfigError naming what differs.
+    """
+    import torch
+
+    latest = latest_checkpoint(directory)
+    if latest is None:
+        raise ConfigError(f"no checkpoint in {directory}", key="checkpoint.pretrained_checkpoint",
+                          hint="run the previous stage first, or unset it to train from scratch")
+    state = load_checkpoint(latest)["model"]
+    own = model.state_dict()
+    for name, tensor in own.items():
+        src = state.get(name)
+        if src is None:
+            raise ConfigError(f"checkpoint {latest} has no {name}", key="checkpoint.pretrained_checkpoint",
+                              hint="the previous stage used another fallback.model")
+        if src.shape == tensor.shape:
+            own[name] = src
+        elif name == "pos.weight" and src.shape[1:] == tensor.shape[1:]:
+            rows = min(src.shape[0], tensor.shape[0])
+            merged = tensor.clone()
+            merged[:rows] = src[:rows]
+            own[name] = merged
+        else:
+            raise ConfigError(f"checkpoint {latest}: {name} has shape {tuple(src.shape)}, this model "
+                              f"needs {tuple(tensor.shape)}", key="checkpoint.pretrained_checkpoint",
+                              hint="use the same fallback.model (and tokenizer) as the previous stage")
+    with torch.no_grad():
+        model.load_state_dict(own)
+    return latest, int(load_checkpoint(latest).get("step", 0))
+
+
 def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None, dist: Dist,
-          *, log: Callable[[str], None] = _log) -> dict[str, Any]:
+          *, log: Callable[[str], None] = _log, init_from: str | None = None) -> dict[str, Any]:
     """Train ``task`` for ``s.max_steps`` steps (resuming from ``checkpoint_dir``); return the summary.
 
     Rank 0 prints ``step``/``eval`` lines, ``initial loss`` and the final
@@ -209,6 +246,9 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         opt.load_state_dict(state["optimizer"])
         start, tokens_done = int(state["step"]), int(state.get("tokens", 0))
         say(f"[{task.name}] resumed from {latest} at step {start}")
+    elif init_from:
+        src, src_step = init_from_checkpoint(model, init_from)
+        say(f"[{task.name}] initialized from {src} (step {src_step} of the previous stage)")
     ddp = model
     if dist.world > 1:
         ddp = torch.nn.parallel.DistributedDataParallel(
