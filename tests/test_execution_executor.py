@@ -149,12 +149,14 @@ def test_shell_value_roundtrips_through_bash(value):
 
 def test_wandb_settings_from_logger_and_env_toml_section(tmp_path, monkeypatch):
     env_toml = tmp_path / "env.toml"
-    env_toml.write_text('[wandb]\nentity = "team"\nproject = "fromtoml"\napi_key_env = "MY_WB_KEY"\n')
+    env_toml.write_text('[wandb]\nentity = "team"\nproject = "fromtoml"\napi_key_env = "MY_WB_KEY"\n'
+                        'mode = "offline"\ngroup = "g1"\ntags = ["a", "b"]\n')
     monkeypatch.setenv("NEMOTRON_ENV_FILE", str(env_toml))
     cfg = {"logger": {"wandb_project": "fromlogger", "wandb_exp_name": "run1"}}
     plain, secrets = build_env_vars(cfg, dict(BASE), environ={"MY_WB_KEY": "wk-123456"})
     assert plain["WANDB_PROJECT"] == "fromlogger" and plain["WANDB_NAME"] == "run1"
     assert plain["WANDB_ENTITY"] == "team"  # from env.toml [wandb]
+    assert (plain["WANDB_MODE"], plain["WANDB_RUN_GROUP"], plain["WANDB_TAGS"]) == ("offline", "g1", "a,b")
     assert secrets["WANDB_API_KEY"] == "wk-123456"  # from the variable api_key_env names
     # W&B off (no logger.wandb_project, no wandb section): nothing W&B-related is sent
     plain, secrets = build_env_vars({"logger": {"wandb_project": None}}, dict(BASE),

@@ -88,7 +88,11 @@ def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
 
     Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
     Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
-    then env.toml ``[wandb]`` (``project``, ``entity``). With ``key_env=True``
+    then env.toml ``[wandb]`` (``project``, ``entity``); ``[wandb]`` ``mode``,
+    ``group`` and ``tags`` become ``WANDB_MODE``/``WANDB_RUN_GROUP``/``WANDB_TAGS``.
+    W&B is on only when the job config turns it on (``logger.wandb_project`` or a
+    ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
+    With ``key_env=True``
     returns ``{"api_key_env": NAME}``: the variable holding the API key. Reads
     local files only; never contacts W&B.
     """
@@ -118,6 +122,12 @@ def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
             if value not in (None, ""):
                 out[var] = str(value)
                 break
+    for var, key in (("WANDB_MODE", "mode"), ("WANDB_RUN_GROUP", "group")):
+        if section.get(key) not in (None, ""):
+            out[var] = str(section[key])
+    if section.get("tags"):
+        tags = section["tags"]
+        out["WANDB_TAGS"] = ",".join(tags) if isinstance(tags, (list, tuple)) else str(tags)
     return out
 
 
