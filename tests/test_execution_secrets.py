@@ -6,6 +6,8 @@ import os
 import stat
 import subprocess
 
+import pytest
+
 from nemo_runspec.secret_file import render_secret_file, source_snippet, write_secret_file
 
 VALUE = "hf_Zq9secretVALUE with 'quotes' and $dollar"
@@ -60,3 +62,18 @@ def test_bad_names_rejected():
 
     with pytest.raises(ExecutionError):
         render_secret_file({"BAD NAME": "x"})
+
+
+@pytest.mark.parametrize(
+    ("retries", "restart", "code", "kept"),
+    [(0, 0, 0, False), (0, 0, 3, False), (1, 0, 3, True), (1, 0, 0, False), (1, 1, 3, False)],
+)
+def test_file_survives_only_for_a_requeue(tmp_path, retries, restart, code, kept):
+    """Deleted at exit, except when nemo-run's template is about to requeue the attempt."""
+    path = write_secret_file(tmp_path / "s.env", {"HF_TOKEN": VALUE})
+    script = (f"set -evx\nexport TORCHX_MAX_RETRIES={retries}\nexport SLURM_RESTART_COUNT={restart}\n"
+              + source_snippet(str(path)) + f"\nset +e\nexit {code}\n")
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == code
+    assert path.exists() is kept
+    assert VALUE not in proc.stdout + proc.stderr

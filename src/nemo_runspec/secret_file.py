@@ -5,8 +5,8 @@ Mechanism: the values go into a mode-0600 file inside the job directory (written
 locally with ``O_EXCL``, or uploaded over SFTP and chmod-ed to 0600 before any byte
 is written). The sbatch script only contains :func:`source_snippet`, which turns
 shell tracing off (the nemo-run template runs ``set -evx``), sources the file with
-``set -a`` so every entry is exported to the job's ``srun`` steps, deletes the file
-and turns tracing back on.
+``set -a`` so every entry is exported to the job's ``srun`` steps, turns tracing
+back on, and deletes the file when the batch script exits (kept for a requeue).
 """
 
 from __future__ import annotations
@@ -60,15 +60,24 @@ def upload_secret_file(sftp: Any, remote_path: str, secrets: Mapping[str, Any]) 
 
 
 def source_snippet(remote_path: str) -> str:
-    """Shell line for the sbatch setup: source and delete the file with tracing off.
+    """Shell line for the sbatch setup: source the file with tracing off; delete it at exit.
 
-    The shell's ``-v``/``-x`` flags are restored afterwards, so templates that
-    trace (nemo-run's) keep tracing and ours (no tracing) stay quiet.
+    The file is removed when the batch script ends (``trap ... EXIT``), except
+    when nemo-run's template is about to requeue a failed attempt
+    (``TORCHX_MAX_RETRIES`` > ``SLURM_RESTART_COUNT``): the next attempt sources
+    it again. A job Slurm requeues after a node failure is killed without running
+    the trap, so its file survives too. The shell's ``-v``/``-x`` flags are
+    restored afterwards (nemo-run's template traces; ours does not).
     """
     q = shlex.quote(remote_path)
     return (
         "{ _nemotron_flags=$-; set +vx; } 2>/dev/null; "
-        f"if [ -f {q} ]; then set -a; . {q}; set +a; rm -f {q}; "
+        f"if [ -f {q} ]; then set -a; . {q}; set +a; "
         f"else echo 'nemotron: secrets file {remote_path} is missing' >&2; fi; "
+        f"NEMOTRON_SECRETS_FILE={q}; "
+        "_nemotron_drop_secrets() { _rc=$?; "
+        'if [ "$_rc" -eq 0 ] || [ "${TORCHX_MAX_RETRIES:-0}" -le "${SLURM_RESTART_COUNT:-0}" ]; '
+        'then rm -f "$NEMOTRON_SECRETS_FILE"; fi; }; '
+        "trap _nemotron_drop_secrets EXIT; "
         "case $_nemotron_flags in *v*) set -v;; esac; case $_nemotron_flags in *x*) set -x;; esac"
     )
