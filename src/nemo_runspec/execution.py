@@ -83,8 +83,8 @@ def _wandb_enabled(job_config: Any) -> bool:
     return bool(_get(wandb, "project"))
 
 
-def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
-    """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME`` for a job that logs to W&B.
+def wandb_settings(job_config: Any) -> dict[str, str]:
+    """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME``... for a job that logs to W&B.
 
     Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
     Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
@@ -92,9 +92,8 @@ def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
     ``group`` and ``tags`` become ``WANDB_MODE``/``WANDB_RUN_GROUP``/``WANDB_TAGS``.
     W&B is on only when the job config turns it on (``logger.wandb_project`` or a
     ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
-    With ``key_env=True``
-    returns ``{"api_key_env": NAME}``: the variable holding the API key. Reads
-    local files only; never contacts W&B.
+    The result also holds ``api_key_env``: the name of the variable holding the
+    API key (default ``WANDB_API_KEY``). Reads local files only; never contacts W&B.
     """
     section: dict[str, Any] = {}
     try:
@@ -104,11 +103,9 @@ def wandb_settings(job_config: Any, *, key_env: bool = False) -> dict[str, str]:
         section = get_wandb_config(path) if path else {}
     except Exception:  # noqa: BLE001 - reported where profiles are loaded
         section = {}
-    if key_env:
-        return {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
     wandb = _get(job_config, "wandb") or _get(job_config, "run", "wandb")
     wandb = wandb if not isinstance(wandb, bool) else None
-    out: dict[str, str] = {}
+    out: dict[str, str] = {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
     for var, keys in (("WANDB_PROJECT", (("wandb", "project"), ("logger", "wandb_project"), ("[wandb]", "project"))),
                       ("WANDB_ENTITY", (("wandb", "entity"), ("logger", "wandb_entity"), ("[wandb]", "entity"))),
                       ("WANDB_NAME", (("wandb", "name"), ("logger", "wandb_exp_name")))):
@@ -164,9 +161,10 @@ def build_env_vars(
         merged.setdefault("LOGLEVEL", "WARNING")
 
     if _wandb_enabled(job_config):
-        for var, value in wandb_settings(job_config).items():
+        settings = wandb_settings(job_config)
+        key_var = settings.pop("api_key_env")
+        for var, value in settings.items():
             merged.setdefault(var, value)
-        key_var = wandb_settings(job_config, key_env=True).get("api_key_env", "WANDB_API_KEY")
         if environ.get(key_var) and "WANDB_API_KEY" not in merged:
             merged["WANDB_API_KEY"] = environ[key_var]
     if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):

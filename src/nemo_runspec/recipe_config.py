@@ -75,16 +75,9 @@ def _refuse_profile_as_argument(words: list[str], gctx: GlobalContext) -> None:
     bare = [w for w in words if not w.startswith("-")]
     if not bare:
         return
-    try:
-        import tomllib
+    from nemo_runspec.help import list_profiles
 
-        from nemo_runspec.env import find_env_file
-
-        path = find_env_file(gctx.env_file)
-        names = set(tomllib.loads(path.read_text()).keys()) if path else set()
-    except Exception:  # noqa: BLE001 - a broken env.toml is reported where it is used
-        return
-    names -= {"wandb", "cli", "cache", "artifacts"}
+    names = {name for name, _executor in list_profiles(gctx.env_file).profiles}
     for word in bare:
         if word in names:
             from nemo_runspec.errors import CLIUsageError

@@ -54,8 +54,9 @@ def default_base_dir(values: Mapping[str, Any] | None = None) -> Path:
     values = values or {}
     if (values.get("tunnel") or "local") == "local" and values.get("job_dir"):
         return Path(os.path.expanduser(str(values["job_dir"]))).absolute()
-    home = os.environ.get("NEMOTRON_HOME") or os.path.expanduser("~/.nemotron")
-    return Path(home).absolute() / "jobs"
+    from nemo_runspec.paths import jobs_dir
+
+    return jobs_dir().absolute()
 
 
 @dataclass

@@ -16,14 +16,10 @@ import shutil
 from pathlib import Path
 
 from nemo_runspec.packaging.manifest import FORMAT_VERSION, PackagingPlan
+from nemo_runspec.paths import nemotron_home
 
 #: How many archives the cache keeps (least recently used are removed first).
 MAX_ENTRIES = 24
-
-
-def nemotron_home() -> Path:
-    """``$NEMOTRON_HOME`` or ``~/.nemotron``."""
-    return Path(os.environ.get("NEMOTRON_HOME") or Path.home() / ".nemotron").expanduser()
 
 
 def cache_dir(override: str | Path | None = None) -> Path:

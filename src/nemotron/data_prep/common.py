@@ -51,7 +51,9 @@ def config_hash(cfg: Mapping[str, Any]) -> str:
 
 def default_output_dir(name: str, key: str | None = None) -> str:
     """``$NEMOTRON_HOME/data/<name>[/<key>]`` (``NEMOTRON_HOME`` defaults to ``~/.nemotron``)."""
-    home = os.environ.get("NEMOTRON_HOME") or os.path.expanduser("~/.nemotron")
+    from nemo_runspec.paths import nemotron_home
+
+    home = str(nemotron_home())
     return os.path.join(home, "data", name, key) if key else os.path.join(home, "data", name)
 
 

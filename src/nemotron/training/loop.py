@@ -184,7 +184,8 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
     if latest is None:
         raise ConfigError(f"no checkpoint in {directory}", key="checkpoint.pretrained_checkpoint",
                           hint="run the previous stage first, or unset it to train from scratch")
-    state = load_checkpoint(latest)["model"]
+    checkpoint = load_checkpoint(latest)
+    state = checkpoint["model"]
     own = model.state_dict()
     for name, tensor in own.items():
         src = state.get(name)
@@ -204,7 +205,7 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
                               hint="use the same fallback.model (and tokenizer) as the previous stage")
     with torch.no_grad():
         model.load_state_dict(own)
-    return latest, int(load_checkpoint(latest).get("step", 0))
+    return latest, int(checkpoint.get("step", 0))
 
 
 def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None, dist: Dist,
