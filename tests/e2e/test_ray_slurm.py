@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -63,6 +64,10 @@ def test_ray_job_spans_both_nodes_runs_prestart_once_per_node(tmp_path, slurm_cl
     log = Path(sub.log_path).read_text()
     assert sub.exit_code == 0, log
     assert "RAY_NODES 2" in log
+    # ports stay below the ephemeral range, where outgoing connections could hold them
+    gcs_port = int(re.search(r"head \S+ at [^:]+:(\d+)", log).group(1))
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert 20000 <= gcs_port and gcs_port + 999 < ephemeral_low
     assert "[ray] cluster ready" in out.getvalue()
     assert sorted(marker.read_text().split()) == ["n1", "n2"]  # once on each node
     # what ran is byte-identical to what the dry run showed
@@ -73,9 +78,10 @@ def test_ray_job_spans_both_nodes_runs_prestart_once_per_node(tmp_path, slurm_cl
 def test_driver_exit_code_becomes_job_exit_code(tmp_path, slurm_cluster):
     job = _job(tmp_path, _profile(nodes=1), env_vars={"DRIVER_EXIT": "7"})
     sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
-    assert sub.exit_code == 7
+    log = Path(sub.log_path).read_text()
+    assert sub.exit_code == 7, log
     assert sub.state == "FAILED"
-    assert "driver exited with code 7" in Path(sub.log_path).read_text()
+    assert "driver exited with code 7" in log
 
 
 def test_raylet_that_cannot_start_fails_fast_with_message(tmp_path, slurm_cluster):
