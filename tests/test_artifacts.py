@@ -227,7 +227,7 @@ def test_handoff_failure_on_rank0_fails_others_fast(reg, tmp_path):
     t0 = time.monotonic()
     with pytest.raises(ArtifactError, match="rank 0 failed to resolve artifacts.*missing"):
         resolvers.resolve_artifacts_once(cfg, tmp_path / "job", rank=1, timeout=60)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 10  # read the failure marker, not waited out the 60 s timeout
 
 
 def test_handoff_timeout(tmp_path):

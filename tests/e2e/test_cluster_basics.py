@@ -116,8 +116,9 @@ def test_up_is_idempotent_and_fast_when_healthy(slurm_cluster: SlurmCluster):
                           timeout=120, stdin=subprocess.DEVNULL)
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "starting" not in proc.stdout, proc.stdout
-    assert elapsed < 5, f"warm `up` took {elapsed:.1f}s"
+    assert "starting" not in proc.stdout, proc.stdout  # nothing restarted
+    # A hang guard, not a performance target (bench/bench_cluster_up.py measures that).
+    assert elapsed < 30, f"warm `up` took {elapsed:.1f}s"
 
 
 def test_status_fails_for_a_state_dir_without_daemons(tmp_path: Path, slurm_cluster: SlurmCluster):
