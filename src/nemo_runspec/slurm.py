@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -357,6 +357,28 @@ def _slurm_message(stderr: str) -> str:
     return re.sub(r"^sbatch:\s*", "", msg)
 
 
+@contextlib.contextmanager
+def _sftp(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
+    """An SFTP session on the job's ssh tunnel, with the job dir created first.
+
+    A separate connection: the executor's tunnel is deep-copied by nemo-run later.
+    """
+    from nemo_runspec.tunnels import build_tunnel
+
+    ssh = build_tunnel(job.values, base_dir=job.base_dir)
+    try:
+        ssh.connect()
+        mode = f"-m {mkdir_mode} " if mkdir_mode else ""
+        ssh.session.run(f"mkdir -p {mode}{shlex.quote(job.job_dir)}", hide=True)
+        sftp = ssh.session.sftp()
+        try:
+            yield sftp
+        finally:
+            sftp.close()
+    finally:
+        ssh.cleanup()
+
+
 def _place_secrets(job: PreparedJob, tunnel: Any) -> None:
     from nemo_runspec.secret_file import upload_secret_file, write_secret_file
 
@@ -365,20 +387,8 @@ def _place_secrets(job: PreparedJob, tunnel: Any) -> None:
     if job.tunnel_kind == "local":
         write_secret_file(job.secret_path, job.secrets)  # type: ignore[arg-type]
         return
-    from nemo_runspec.tunnels import build_tunnel
-
-    # A separate connection: the executor's tunnel is deep-copied by nemo-run later.
-    ssh = build_tunnel(job.values, base_dir=job.base_dir)
-    try:
-        ssh.connect()
-        ssh.session.run(f"mkdir -p -m 700 {shlex.quote(job.job_dir)}", hide=True)
-        sftp = ssh.session.sftp()
-        try:
-            upload_secret_file(sftp, job.secret_path, job.secrets)
-        finally:
-            sftp.close()
-    finally:
-        ssh.cleanup()
+    with _sftp(job, mkdir_mode="700") as sftp:
+        upload_secret_file(sftp, job.secret_path, job.secrets)
 
 
 def _place_files(job: PreparedJob) -> None:
@@ -392,21 +402,10 @@ def _place_files(job: PreparedJob) -> None:
         for name, text in job.files.items():
             atomic_write_text(Path(job.job_dir) / name, text)
         return
-    from nemo_runspec.tunnels import build_tunnel
-
-    ssh = build_tunnel(job.values, base_dir=job.base_dir)
-    try:
-        ssh.connect()
-        ssh.session.run(f"mkdir -p {shlex.quote(job.job_dir)}", hide=True)
-        sftp = ssh.session.sftp()
-        try:
-            for name, text in job.files.items():
-                with sftp.open(os.path.join(job.job_dir, name), "w") as f:
-                    f.write(text.encode())
-        finally:
-            sftp.close()
-    finally:
-        ssh.cleanup()
+    with _sftp(job) as sftp:
+        for name, text in job.files.items():
+            with sftp.open(os.path.join(job.job_dir, name), "w") as f:
+                f.write(text.encode())
 
 
 def _remove_secrets(job: PreparedJob, tunnel: Any) -> None:

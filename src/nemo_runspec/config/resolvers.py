@@ -123,13 +123,6 @@ def collect_references(cfg: Any) -> list[str]:
     return refs
 
 
-def _rank() -> int:
-    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
-
-
 def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
                            timeout: float = 600.0, poll: float = 0.2,
                            resolver: Callable[[str], dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
@@ -141,7 +134,10 @@ def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, ran
     pinned for the ``art`` resolver; a failure file raises at once instead of
     waiting out ``timeout``.
     """
-    rank = _rank() if rank is None else rank
+    if rank is None:
+        from nemo_runspec.ranks import global_rank
+
+        rank = global_rank()
     handoff = Path(handoff_dir)
     done, failed = handoff / _HANDOFF, handoff / _FAILED
     resolve = resolver or lookup

@@ -10,21 +10,10 @@ the ``[artifacts]`` section of the discovered env.toml, else
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-#: Environment variables that carry a process's global rank (first one set wins).
-_RANK_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
-
-
-def global_rank() -> int:
-    """This process's global rank (0 when not launched as one of several ranks)."""
-    for var in _RANK_VARS:
-        value = os.environ.get(var, "").strip()
-        if value.isdigit():
-            return int(value)
-    return 0
+from nemo_runspec.ranks import global_rank
 
 
 def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+from nemo_runspec.ranks import global_rank
 
 EXIT_BACKEND_MISSING = 3
 BACKENDS = ("auto", "native", "torch")
@@ -124,7 +125,7 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     The checkpoint is registered by reference (job dirs are unique per run).
     """
     name = (cfg.get("publish") or {}).get("name")
-    if not name or int(os.environ.get("RANK", "0") or 0) != 0:
+    if not name or global_rank() != 0:
         return
     ckpt = _checkpoint_dir(cfg, kind, config_path)
     if not ckpt or not Path(ckpt).exists():
