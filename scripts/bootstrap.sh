@@ -21,8 +21,16 @@ echo "[bootstrap] installing nemotron${extras:+[$extras]} into .venv (first run 
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec" 2>&1 \
-  | grep -v -E "^WARNING: Location .* is ignored" || true
+# pip's own exit status decides (a pipe into grep would hide it); its output is
+# shown afterwards without the noise about the on-disk wheel location.
+pip_status=0
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec" >.venv/pip-install.log 2>&1 \
+  || pip_status=$?
+grep -v -E "^WARNING: Location .* is ignored" .venv/pip-install.log || true
+if [ "$pip_status" -ne 0 ]; then
+  echo "[bootstrap] error: pip install of nemotron${extras:+[$extras]} failed (exit $pip_status); nothing marked installed" >&2
+  exit "$pip_status"
+fi
 .venv/bin/python -c "import nemotron, nemo_runspec" 
 echo "$want" > "$stamp"
 echo "[bootstrap] done"
