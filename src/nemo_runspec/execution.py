@@ -529,10 +529,8 @@ def code_env(plan: Any) -> dict[str, str]:
 
 def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()) -> str:
     """The local command line :func:`execute_local` would run (job dir not yet known)."""
-    import shlex as _shlex
-
     run_env = _get(job_config, "run", "env", default={}) or {}
     launch = _launch(runspec)
     cmd = local_command(str(runspec.script_path), "<job dir>/train.yaml", passthrough,
                         launch=launch, nproc=local_nproc(run_env, launch))
-    return " ".join(_shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)
+    return " ".join(shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)

@@ -35,6 +35,7 @@ from typing import Any
 from nemo_runspec.errors import ExecutionError, SubmissionError
 from nemo_runspec.execution import (
     _container_image,
+    _launch,
     bare_metal_env,
     create_executor,
     job_slug,
@@ -175,11 +176,10 @@ def prepare_job(
     elif exp_id.rpartition("_")[0] != title:
         raise ExecutionError(f"experiment id {exp_id!r} must look like '{title}_<suffix>'")
     base = Path(base_dir).absolute() if base_dir else default_base_dir(values)
-    launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
     job = PreparedJob(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
-        secrets=dict(secrets or {}), launch="direct" if launch == "python" else launch,
+        secrets=dict(secrets or {}), launch=_launch(runspec),
     )
     bare_metal = _container_image(values, runspec) is None
     plain = dict(env_vars or {})
@@ -258,10 +258,10 @@ def _assert_no_secret_values(text: str, job: PreparedJob) -> None:
 class _Remote:
     """Run commands / read files where the job runs (locally or over the tunnel)."""
 
-    def __init__(self, job: PreparedJob, tunnel: Any = None) -> None:
+    def __init__(self, job: PreparedJob) -> None:
         self.job = job
         self.local = job.tunnel_kind == "local"
-        self._tunnel = tunnel
+        self._tunnel: Any = None
 
     @property
     def tunnel(self) -> Any:
@@ -379,7 +379,7 @@ def _sftp(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
         ssh.cleanup()
 
 
-def _place_secrets(job: PreparedJob, tunnel: Any) -> None:
+def _place_secrets(job: PreparedJob) -> None:
     from nemo_runspec.secret_file import upload_secret_file, write_secret_file
 
     if not job.secrets:
@@ -408,7 +408,7 @@ def _place_files(job: PreparedJob) -> None:
                 f.write(text.encode())
 
 
-def _remove_secrets(job: PreparedJob, tunnel: Any) -> None:
+def _remove_secrets(job: PreparedJob) -> None:
     if not job.secrets:
         return
     if job.tunnel_kind == "local":
@@ -430,7 +430,7 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
     exp = None
     try:
         with quiet_nemo_run():
-            _place_secrets(job, executor.tunnel)
+            _place_secrets(job)
             _place_files(job)
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
                 _make_remote_dir(job, job.ray_log_dir)
@@ -443,10 +443,10 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
         details = exp.jobs[0].executor.job_details
         job_name = details.job_name or job.job_name
     except ExecutionError:
-        _cleanup_failed(job, executor.tunnel)
+        _cleanup_failed(job)
         raise
     except BaseException as exc:
-        _cleanup_failed(job, executor.tunnel)
+        _cleanup_failed(job)
         result = _unexpected_exit(exc)
         if result is not None:
             raise SubmissionError(
@@ -477,8 +477,8 @@ def _make_remote_dir(job: PreparedJob, path: str) -> None:
         raise ExecutionError(f"could not create {path} on {job.values.get('host')}: {err.strip()}")
 
 
-def _cleanup_failed(job: PreparedJob, tunnel: Any) -> None:
-    _remove_secrets(job, tunnel)
+def _cleanup_failed(job: PreparedJob) -> None:
+    _remove_secrets(job)
     shutil.rmtree(job.local_exp_dir, ignore_errors=True)
 
 
@@ -625,7 +625,7 @@ def _follow_loop(sub: SubmittedJob, remote: _Remote, console: Any, poll: float, 
     sub.exit_code = exit_code_from_sacct(info["State"], info["ExitCode"])
     # A job cancelled or failed before its script ran never sourced (and so never
     # deleted) the secrets file: remove it now that the job is over.
-    _remove_secrets(sub.prepared, None)
+    _remove_secrets(sub.prepared)
     style = "green" if sub.exit_code == 0 else "red"
     console.print(f"[{style}]job {sub.job_id}: {sub.state} (exit code {sub.exit_code})[/]")
     if sub.exit_code != 0:
