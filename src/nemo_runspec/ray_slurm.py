@@ -20,7 +20,6 @@ a ``RayJob`` whose name matches a pending job silently submits nothing).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -92,8 +91,3 @@ def ray_script(path: str | Path, args: list[str] | None = None, *, entrypoint: s
         env=dict(env or {}),
         metadata={USE_WITH_RAY_CLUSTER_KEY: True},
     )
-
-
-def driver_command(entrypoint: str, script: str, args: Iterable[str]) -> str:
-    """The shell command the template runs on the head node (for display/tests)."""
-    return " ".join(shlex.quote(x) for x in (entrypoint, script, *args))

@@ -23,7 +23,6 @@ from nemo_runspec.packaging.progress import ProgressEvent
 
 #: Fixed mtime of every archive entry (2000-01-01T00:00:00Z).
 FIXED_MTIME = 946684800
-_CHUNK = 1 << 20
 
 
 class _HashingWriter(io.RawIOBase):
@@ -42,15 +41,6 @@ class _HashingWriter(io.RawIOBase):
         self.size += len(data)
         self.raw.write(data)
         return len(data)
-
-
-def sha256_file(path: str | Path) -> str:
-    """sha256 hex digest of a file's content."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def normal_mode(mode: int) -> int:

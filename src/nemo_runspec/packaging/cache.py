@@ -131,8 +131,8 @@ def build_cached(
         place(Path(hit.archive_path or ""), out_path)
         diff = d / f"{fp}.diff"
         if hit.diff_path and diff.exists():
-            place(diff, _diff_next_to(out_path))
-            hit.diff_path = str(_diff_next_to(out_path))
+            place(diff, diff_path_for(out_path))
+            hit.diff_path = str(diff_path_for(out_path))
         else:
             hit.diff_path = None
         hit.cached = True
@@ -153,12 +153,13 @@ def build_cached(
     place(target, out_path)
     plan.archive_path = str(out_path)
     if plan.diff_path:
-        out_diff = _diff_next_to(out_path)
+        out_diff = diff_path_for(out_path)
         place(cache_diff, out_diff)
         plan.diff_path = str(out_diff)
     plan.cached = False
     return plan
 
 
-def _diff_next_to(archive: Path) -> Path:
-    return archive.with_name(archive.name.removesuffix(".tar.gz") + ".diff")
+def diff_path_for(out_path: Path) -> Path:
+    """``<job_dir>/<name>.diff`` next to ``<job_dir>/<name>.tar.gz``."""
+    return out_path.with_name(out_path.name.removesuffix(".tar.gz") + ".diff")

@@ -20,7 +20,6 @@ from nemo_runspec.packaging._archive import DeterministicTar, Ticker
 from nemo_runspec.packaging.git import (
     _norm_subpath,
     _script_in_archive,
-    diff_path_for,
     diff_summary,
     git_status,
     run_git,
@@ -128,7 +127,7 @@ def package_code(
             archive_sha256=tar.sha256, archive_size=tar.size,
         )
         if status.head is not None and changed:
-            res = write_diff(root, diff_path_for(target), sub or None)
+            res = write_diff(root, _cache.diff_path_for(target), sub or None)
             if res:
                 plan.diff_path, plan.diff_sha256 = res
             plan.diff_summary = diff_summary(root, sub or None)

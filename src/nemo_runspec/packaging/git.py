@@ -55,18 +55,6 @@ def find_repo_root(path: str | Path) -> Path | None:
     return Path(proc.stdout.strip()).resolve()
 
 
-def head_commit(root: Path) -> str | None:
-    """``HEAD``'s commit id, or None in a repository without commits."""
-    proc = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=root, capture_output=True, text=True)
-    return proc.stdout.strip() or None
-
-
-def current_branch(root: Path) -> str | None:
-    """Checked-out branch name, None when detached."""
-    proc = subprocess.run(["git", "symbolic-ref", "-q", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-    return proc.stdout.strip() or None
-
-
 @dataclass(frozen=True)
 class StatusEntry:
     """One line of ``git status --porcelain=v2``."""
@@ -187,11 +175,6 @@ def _norm_subpath(subpath: str | None) -> str:
     return "" if s in ("", ".") else s
 
 
-def diff_path_for(out_path: Path) -> Path:
-    """``<job_dir>/<name>.diff`` next to ``<job_dir>/<name>.tar.gz``."""
-    return out_path.with_name(out_path.name.removesuffix(".tar.gz") + ".diff")
-
-
 def _submodules(root: Path, commit: str, subpath: str) -> list[tuple[str, str]]:
     """(path, commit) of every submodule recorded in ``commit`` under ``subpath``."""
     if not (root / ".gitmodules").exists():
@@ -307,7 +290,7 @@ def package_git(
     plan.diff_summary = diff_summary(root, sub or None) if changed else []
     plan.diff_path = plan.diff_sha256 = None
     if changed:
-        res = write_diff(root, diff_path_for(out_path), sub or None)
+        res = write_diff(root, _cache.diff_path_for(out_path), sub or None)
         if res:
             plan.diff_path, plan.diff_sha256 = res
     plan.seconds = round(time.perf_counter() - t0, 4)
