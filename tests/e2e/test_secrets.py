@@ -3,38 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import secrets as pysecrets
 import sys
-import textwrap
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
+from .helpers import Out, profile, runspec, write_script
+
 pytestmark = [pytest.mark.slurm]
-
-
-def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
-    path = dir_ / name
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
-def runspec(name="e2e/job", launch="direct", nodes=1):
-    return NS(name=name, image="nvcr.io/never/used:1", run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=8), env={})
-
-
-def profile(**over):
-    base = {"executor": "slurm", "account": "testacct", "partition": "debug",
-            "container_image": "", "gpus_per_node": 0, "time": "00:05:00"}
-    return base | over
-
-
-class Out(io.StringIO):
-    """Captures the streamed job log."""
 
 
 run = pytest.importorskip("nemo_run")

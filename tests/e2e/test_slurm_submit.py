@@ -3,40 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import io
 import os
 import sys
-import textwrap
 import time
-from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
 from nemo_runspec.errors import SubmissionError
 
+from .helpers import Out, profile, runspec, write_script
+
 pytestmark = [pytest.mark.slurm]
-
-
-def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
-    path = dir_ / name
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
-def runspec(name="e2e/job", launch="direct", nodes=1):
-    return NS(name=name, image="nvcr.io/never/used:1", run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=8), env={})
-
-
-def profile(**over):
-    base = {"executor": "slurm", "account": "testacct", "partition": "debug",
-            "container_image": "", "gpus_per_node": 0, "time": "00:05:00"}
-    return base | over
-
-
-class Out(io.StringIO):
-    """Captures the streamed job log."""
 
 
 run = pytest.importorskip("nemo_run")
@@ -57,10 +34,10 @@ def _cluster(slurm_cluster):
     return slurm_cluster
 
 
-def _job(tmp_path, script, *, name="e2e/job", prof=None, args=(), exp_id=None, **kw):
-    return prepare_job(env=prof or profile(), mode="batch", runspec=kw.pop("spec", None)
-                       or runspec(name=name), packager=run.Packager(), script=str(script),
-                       args=list(args), base_dir=tmp_path / "jobs", exp_id=exp_id, **kw)
+def _job(tmp_path, script, *, name="e2e/job", prof=None, spec=None, args=(), exp_id=None, **kw):
+    return prepare_job(env=prof or profile(), mode="batch", runspec=spec or runspec(name=name),
+                       packager=run.Packager(), script=str(script), args=list(args),
+                       base_dir=tmp_path / "jobs", exp_id=exp_id, **kw)
 
 
 def _python(job):

@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import sys
-import textwrap
 import time
-from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
 from nemo_runspec.errors import ExecutionError
 
+from .helpers import Out, profile, runspec, write_script
+
 pytestmark = [pytest.mark.slurm, pytest.mark.ssh]
-
-SSH_KEY = "/var/tmp/nemotron-slurm/ssh/id_ed25519"
-
-
-def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
-    path = dir_ / name
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
-def runspec(name="e2e/job", launch="direct", nodes=1):
-    return NS(name=name, image="nvcr.io/never/used:1", run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=8), env={})
-
-
-def profile(**over):
-    base = {"executor": "slurm", "account": "testacct", "partition": "debug",
-            "container_image": "", "gpus_per_node": 0, "time": "00:05:00"}
-    return base | over
-
-
-class Out(io.StringIO):
-    """Captures the streamed job log."""
-
 
 run = pytest.importorskip("nemo_run")
 from nemo_runspec.slurm import prepare_job, submit  # noqa: E402
@@ -48,8 +22,9 @@ def _cluster(slurm_cluster, ssh_target):
     return ssh_target
 
 
-def _ssh_profile(tmp_path, **over):
-    return profile(tunnel="ssh", host="127.0.0.1", port=2222, user="root", identity=SSH_KEY,
+def _ssh_profile(tmp_path, ssh_target, **over):
+    return profile(tunnel="ssh", host=ssh_target.host, port=ssh_target.port, user=ssh_target.user,
+                   identity=str(ssh_target.identity),
                    remote_job_dir=str(tmp_path / "remote")) | over
 
 
@@ -61,10 +36,10 @@ def _job(tmp_path, script, prof, **kw):
     return job
 
 
-def test_ssh_submission_completes(tmp_path):
+def test_ssh_submission_completes(tmp_path, ssh_target):
     script = write_script(tmp_path, "import os; print('via ssh', os.environ['SLURM_JOB_ID'])\n")
     value = "tok_ssh_secret_98765"
-    job = _job(tmp_path, script, _ssh_profile(tmp_path), secrets={"API_TOKEN": value})
+    job = _job(tmp_path, script, _ssh_profile(tmp_path, ssh_target), secrets={"API_TOKEN": value})
     out = Out()
     sub = submit(job, attached=True, out=out, poll=0.5)
     assert sub.exit_code == 0
@@ -76,16 +51,16 @@ def test_ssh_submission_completes(tmp_path):
 
 
 @pytest.mark.parametrize("bad", ["port", "key"])
-def test_wrong_port_or_key_fails_fast_and_clearly(tmp_path, bad):
+def test_wrong_port_or_key_fails_fast_and_clearly(tmp_path, ssh_target, bad):
     if bad == "port":
-        prof = _ssh_profile(tmp_path, port=1)
+        prof = _ssh_profile(tmp_path, ssh_target, port=1)
     else:
         wrong = tmp_path / "wrong_key"
         import subprocess
 
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)],
                        check=True)
-        prof = _ssh_profile(tmp_path, identity=str(wrong))
+        prof = _ssh_profile(tmp_path, ssh_target, identity=str(wrong))
     script = write_script(tmp_path, "print('never')\n")
     job = _job(tmp_path, script, prof)
     t0 = time.monotonic()

@@ -1,0 +1,32 @@
+"""Job-building helpers shared by the e2e tests that submit through nemo_runspec.slurm."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+
+def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
+    """Write the dedented ``body`` to ``dir_/name`` and return its path."""
+    path = dir_ / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def runspec(name="e2e/job", launch="direct", nodes=1):
+    """A stand-in for a parsed runspec with the fields prepare_job reads."""
+    return NS(name=name, image="nvcr.io/never/used:1", run=NS(launch=launch),
+              resources=NS(nodes=nodes, gpus_per_node=8), env={})
+
+
+def profile(**over):
+    """A bare-metal profile for the local cluster (account testacct, partition debug), plus ``over``."""
+    base = {"executor": "slurm", "account": "testacct", "partition": "debug",
+            "container_image": "", "gpus_per_node": 0, "time": "00:05:00"}
+    return base | over
+
+
+class Out(io.StringIO):
+    """Captures the streamed job log."""
