@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
+from import_probes import imported_after
 from nemo_runspec.cli_context import GlobalContext
 from nemo_runspec.config import config_info, list_configs, parse_config
 from nemo_runspec.errors import ConfigError
@@ -247,12 +246,9 @@ def test_env_files_record_which_file_set_each_run_env_key(tmp_path: Path) -> Non
 
 
 def test_import_does_not_pull_heavy_modules() -> None:
-    code = (
-        "import sys, nemo_runspec.config\n"
-        "bad = [m for m in ('pydantic', 'nemo_run', 'rich', 'torch', 'ray', 'wandb') if m in sys.modules]\n"
-        "print(','.join(bad))\n"
+    out = imported_after(
+        "import nemo_runspec.config", ("pydantic", "nemo_run", "rich", "torch", "ray", "wandb")
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 

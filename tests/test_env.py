@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from import_probes import imported_after
 from nemo_runspec import env as envmod
 from nemo_runspec.cli_context import GlobalContext
 from nemo_runspec.env import (
@@ -647,12 +647,10 @@ def test_example_file_loads_every_profile(monkeypatch):
 
 
 def test_import_is_light():
-    code = (
-        "import sys, nemo_runspec.env as e; "
-        "bad = [m for m in ('pydantic', 'omegaconf', 'nemo_run', 'ray', 'torch', 'wandb', 'rich') "
-        "if m in sys.modules]; print(','.join(bad))"
+    out = imported_after(
+        "import nemo_runspec.env",
+        ("pydantic", "omegaconf", "nemo_run", "ray", "torch", "wandb", "rich"),
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 

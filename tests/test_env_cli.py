@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from import_probes import nemotron_heavy_imports
 from nemotron.cli.commands.env import app
 
 ENV = """
@@ -251,35 +252,14 @@ def test_nemotron_missing_global_env_file_is_one_line_error(tmp_path):
     assert str(missing) in proc.stderr and "Traceback" not in proc.stderr
 
 
-_IMPORTS = """
-import sys
-sys.argv = ["nemotron", *sys.argv[1:]]
-from nemotron.cli.bin.nemotron import main
-try:
-    main()
-except SystemExit:
-    pass
-print("HEAVY=" + ",".join(m for m in ("pydantic", "omegaconf", "nemo_run") if m in sys.modules),
-      file=sys.stderr)
-"""
-
-
-def _heavy(stderr: str) -> list[str]:
-    line = [x for x in stderr.splitlines() if x.startswith("HEAVY=")][-1]
-    return [m for m in line[len("HEAVY="):].split(",") if m]
-
-
 @pytest.mark.parametrize("args", [["env", "--help"], ["runspec", "--help"], ["env", "show", "--help"]])
 def test_help_imports_no_heavy_modules(args, tmp_path):
-    proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    proc, heavy = nemotron_heavy_imports(args, tmp_path)
     assert "Usage" in proc.stdout
-    assert _heavy(proc.stderr) == []  # none of the heavy modules was imported
+    assert heavy == []  # none of the heavy modules was imported
 
 
 def test_env_list_imports_no_omegaconf_or_nemo_run(env_file, tmp_path):
-    proc = subprocess.run([sys.executable, "-c", _IMPORTS, "env", "list", "--env-file", str(env_file)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc, heavy = nemotron_heavy_imports(["env", "list", "--env-file", str(env_file)], tmp_path)
     assert "dev" in proc.stdout
-    heavy = _heavy(proc.stderr)
     assert "omegaconf" not in heavy and "nemo_run" not in heavy

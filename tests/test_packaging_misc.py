@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 
+from import_probes import imported_after
 from nemo_runspec.packaging import cache as pcache
 from nemo_runspec.packaging.manifest import FileEntry, PackagingPlan
 from nemo_runspec.packaging.progress import ProgressEvent, console_progress
 
 
 def test_import_is_cheap_and_does_not_pull_nemo_run():
-    code = (
-        "import sys, nemo_runspec.packaging as p\n"
-        "p.PackagingPlan; p.package_code; p.build_packager\n"
-        "bad = [m for m in ('nemo_run', 'ray', 'torch', 'wandb') if m in sys.modules]\n"
-        "print(','.join(bad))\n"
+    out = imported_after(
+        "import nemo_runspec.packaging as p\np.PackagingPlan; p.package_code; p.build_packager",
+        ("nemo_run", "ray", "torch", "wandb"),
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from import_probes import imported_after, nemotron_heavy_imports
 from nemo_runspec import parse
 from nemo_runspec._parser import clear_cache
 from nemo_runspec._schema import runspec_json_schema
@@ -222,48 +223,25 @@ def test_subprocess_schema_and_light_import(tmp_path):
     result = _run("schema")
     assert result.returncode == 0
     assert json.loads(result.stdout)["additionalProperties"] is False
-    code = (
-        "import sys; import nemotron.cli.commands.runspec\n"
-        "print(','.join(m for m in ('nemo_run', 'ray', 'torch', 'wandb', 'omegaconf') "
-        "if m in sys.modules))"
+    out = imported_after(
+        "import nemotron.cli.commands.runspec", ("nemo_run", "ray", "torch", "wandb", "omegaconf")
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
-
-
-_IMPORTS = """
-import sys
-sys.argv = ["nemotron", *sys.argv[1:]]
-from nemotron.cli.bin.nemotron import main
-try:
-    main()
-except SystemExit:
-    pass
-print("HEAVY=" + ",".join(m for m in ("pydantic", "omegaconf", "nemo_run") if m in sys.modules),
-      file=sys.stderr)
-"""
-
-
-def _run_counting_imports(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120, env={**os.environ, "COLUMNS": "200"})
-    line = [x for x in proc.stderr.splitlines() if x.startswith("HEAVY=")][-1]
-    return proc, [m for m in line[len("HEAVY="):].split(",") if m]
 
 
 @pytest.mark.parametrize("args", [["runspec", "--help"], ["runspec", "show", "--help"],
                                   ["runspec", "validate", "-h"]])
 def test_runspec_help_is_light(args, tmp_path):
-    proc, heavy = _run_counting_imports(args, tmp_path)
+    proc, heavy = nemotron_heavy_imports(args, tmp_path)
     assert "Usage" in proc.stdout
     assert heavy == []
 
 
 def test_runspec_show_and_validate_through_nemotron_are_light(tmp_path):
     path = write(tmp_path / "train.py", script("[tool.runspec]", 'name = "light"', "", "[tool.runspec.resources]", "nodes = 3"))
-    proc, heavy = _run_counting_imports(["runspec", "show", str(path), "--json"], tmp_path)
+    proc, heavy = nemotron_heavy_imports(["runspec", "show", str(path), "--json"], tmp_path)
     assert json.loads(proc.stdout)["resources"]["nodes"] == 3
     assert heavy == []
-    proc, heavy = _run_counting_imports(["runspec", "validate", str(tmp_path)], tmp_path)
+    proc, heavy = nemotron_heavy_imports(["runspec", "validate", str(tmp_path)], tmp_path)
     assert "1 files checked, 0 invalid" in proc.stdout
     assert heavy == []

@@ -6,14 +6,13 @@ import dataclasses
 import json
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema  # installed with ray, a core dependency
 import pytest
 import tomli_w
 
+from import_probes import imported_after
 from nemo_runspec import Runspec, RunspecError, parse, parse_text
 from nemo_runspec._parser import clear_cache, collect_errors
 from nemo_runspec._schema import runspec_json_schema
@@ -581,15 +580,10 @@ def test_invalid_file_is_not_cached(tmp_path):
 
 
 def test_parser_import_stays_light():
-    code = (
-        "import sys, nemo_runspec\n"
-        "nemo_runspec.parse_text\n"
-        "import nemo_runspec._schema\n"
-        "heavy = [m for m in ('omegaconf', 'pydantic', 'rich', 'nemo_run', 'ray', 'torch', "
-        "'wandb', 'typer') if m in sys.modules]\n"
-        "print(','.join(heavy))\n"
+    out = imported_after(
+        "import nemo_runspec\nnemo_runspec.parse_text\nimport nemo_runspec._schema",
+        ("omegaconf", "pydantic", "rich", "nemo_run", "ray", "torch", "wandb", "typer"),
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
