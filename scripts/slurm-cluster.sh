@@ -351,10 +351,8 @@ stop_pid() {
 dbd_ok() { sacctmgr -n -P show cluster format=cluster >/dev/null 2>&1; }
 
 ensure_slurmdbd() {
-  if [ "$DBD_CONF_CHANGED" = 1 ]; then
-    stop_pid slurmdbd
-  fi
-  if pid_of slurmdbd >/dev/null && dbd_ok; then
+  # keep it when it runs, answers and its config did not change; otherwise restart it
+  if [ "$DBD_CONF_CHANGED" = 0 ] && pid_of slurmdbd >/dev/null && dbd_ok; then
     return 0
   fi
   stop_pid slurmdbd
@@ -387,10 +385,8 @@ ensure_accounting() {
 ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
 ensure_slurmctld() {
-  if [ "$CONF_CHANGED" = 1 ]; then
-    stop_pid slurmctld
-  fi
-  if pid_of slurmctld >/dev/null && ctld_ok; then
+  # keep it when it runs, answers and its config did not change; otherwise restart it
+  if [ "$CONF_CHANGED" = 0 ] && pid_of slurmctld >/dev/null && ctld_ok; then
     return 0
   fi
   stop_pid slurmctld
