@@ -507,7 +507,8 @@ def _env_sections() -> tuple[dict, dict]:
         path = env_mod.find_env_file()
         if path is None:
             return {}, {}
-        return env_mod.get_artifacts_config(path), env_mod.get_wandb_config(path)
+        ef = env_mod.load_env_file(path)  # read once for both sections
+        return env_mod.get_artifacts_config(ef), env_mod.get_wandb_config(ef)
     except (ImportError, AttributeError):
         return {}, {}
 

@@ -651,8 +651,9 @@ def _normalise_aliases(layer: dict[str, Any], ef: EnvFile, profile: str) -> dict
     return layer
 
 
-def _where_in(ef: EnvFile, profile: str) -> Callable[[tuple[str, ...]], tuple[str, int | None]]:
-    return lambda keypath: (str(ef.path), ef.line_of(profile, *keypath))
+def _where_in(ef: EnvFile, table: str) -> Callable[[tuple[str, ...]], tuple[str, int | None]]:
+    """``keypath -> (file, line)`` for keys of ``[table]`` (a profile or a special section)."""
+    return lambda keypath: (str(ef.path), ef.line_of(table, *keypath))
 
 
 def load_env_profile(
@@ -692,17 +693,18 @@ def parse_env(ctx: Any) -> EnvProfile | None:
     name = getattr(ctx, "profile", None)
     explicit = getattr(ctx, "env_file", None)
     if name is None:
-        if explicit or os.environ.get("NEMOTRON_ENV_FILE"):
+        if explicit or os.environ.get(ENV_FILE_VAR):
             find_env_file(explicit)  # a missing named env file is an error even in local mode
         return None
     path = find_env_file(explicit)
     if path is None:
         raise _not_found_error(name)
-    profile = load_env_profile(name, path)
+    ef = load_env_file(path)  # read once for the profile and the special sections
+    profile = load_env_profile(name, ef)
     # The special sections matter to this job too (W&B, artifact root, caches):
     # a typo there must fail now, not only under `nemotron env list`.
     for section in (get_wandb_config, get_artifacts_config, get_cache_config, get_cli_config):
-        section(path)
+        section(ef)
     return profile
 
 
@@ -918,7 +920,7 @@ def _validate(
 def _validate_layer(layer: Mapping[str, Any], ef: EnvFile, profile: str) -> None:
     from nemo_runspec.env_profile_model import EnvProfileModel
 
-    _validate(layer, EnvProfileModel, f"[{profile}]", lambda kp: (str(ef.path), ef.line_of(profile, *kp)))
+    _validate(layer, EnvProfileModel, f"[{profile}]", _where_in(ef, profile))
 
 
 def _validate_complete(
@@ -973,9 +975,9 @@ def _section(name: str, env_file: str | os.PathLike[str] | EnvFile | None) -> tu
         return {}, ef
     from nemo_runspec.env_profile_model import SECTION_MODELS
 
-    data = _interpolate(raw, (), lambda kp: (str(ef.path), ef.line_of(name, *kp)))
-    model = SECTION_MODELS[name]
-    _validate(data, model, f"[{name}]", lambda kp: (str(ef.path), ef.line_of(name, *kp)))
+    where = _where_in(ef, name)
+    data = _interpolate(raw, (), where)
+    _validate(data, SECTION_MODELS[name], f"[{name}]", where)
     return data, ef
 
 

@@ -44,44 +44,39 @@ class ArtifactFileSystem(AbstractFileSystem):
             path = path[len("art://") :]
         return path.rstrip("/")
 
-    def _split(self, path: str) -> tuple[AbstractFileSystem, str, str]:
+    def _split(self, path: str) -> tuple[AbstractFileSystem, str, str, str]:
+        """``(fs, target, ref, base)``: the payload's filesystem, the path on it, the
+        artifact reference and the payload root (the artifact is resolved once)."""
         path = self._strip_protocol(path)
         ref, _, rest = path.partition("/")
         art = self.registry.resolve(ref)
         fs, base = fsspec.core.url_to_fs(art.path)
         target = f"{base.rstrip('/')}/{rest}" if rest else base
-        return fs, target, f"{ref}/" if rest else ref
+        return fs, target, ref, base
 
-    def _out(self, ref_prefix: str, base: str, entry: dict[str, Any], fs_base: str) -> dict[str, Any]:
+    def _out(self, ref: str, entry: dict[str, Any], fs_base: str) -> dict[str, Any]:
         name = entry["name"]
         rel = name[len(fs_base.rstrip("/")) :].lstrip("/")
-        ref = ref_prefix.rstrip("/")
         return {**entry, "name": f"{ref}/{rel}" if rel else ref}
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any):
-        path = self._strip_protocol(path)
-        ref = path.split("/", 1)[0]
-        fs, target, _ = self._split(path)
-        art_base = fsspec.core.url_to_fs(self.registry.resolve(ref).path)[1]
+        fs, target, ref, art_base = self._split(path)
         entries = fs.ls(target, detail=True)
-        out = [self._out(ref, target, e, art_base) for e in entries]
+        out = [self._out(ref, e, art_base) for e in entries]
         return out if detail else [e["name"] for e in out]
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        path = self._strip_protocol(path)
-        ref = path.split("/", 1)[0]
-        fs, target, _ = self._split(path)
-        art_base = fsspec.core.url_to_fs(self.registry.resolve(ref).path)[1]
-        return self._out(ref, target, fs.info(target), art_base)
+        fs, target, ref, art_base = self._split(path)
+        return self._out(ref, fs.info(target), art_base)
 
     def _open(self, path: str, mode: str = "rb", **kwargs: Any):
         if any(c in mode for c in "wa+x"):
             raise PermissionError("art:// is read-only; publish with ArtifactRegistry.publish")
-        fs, target, _ = self._split(path)
+        fs, target, _, _ = self._split(path)
         return fs.open(target, mode, **kwargs)
 
     def cat_file(self, path: str, start=None, end=None, **kwargs: Any) -> bytes:
-        fs, target, _ = self._split(path)
+        fs, target, _, _ = self._split(path)
         return fs.cat_file(target, start=start, end=end, **kwargs)
 
 
