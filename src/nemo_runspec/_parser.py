@@ -30,6 +30,7 @@ from nemo_runspec._models import (
     RunspecRun,
 )
 from nemo_runspec._suggest import closest, did_you_mean
+from nemo_runspec._toml_lines import line_map
 from nemo_runspec.errors import RunspecError
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
@@ -146,49 +147,6 @@ def _find_block(text: str, path: str) -> _Block:
 
 # --------------------------------------------------------------------------- key -> line
 
-_HEADER = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_ASSIGN = re.compile(r"\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=(.*)$")
-_INLINE_KEY = re.compile(r"[{,]\s*([A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')\s*=")
-_KEY_PART = re.compile(r"[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'")
-
-
-def _key_parts(dotted: str) -> tuple[str, ...]:
-    return tuple(p.strip("\"'") for p in _KEY_PART.findall(dotted))
-
-
-def _line_map(block: _Block) -> dict[tuple[str, ...], int]:
-    """Best-effort map from full key path (e.g. ``("tool","runspec","run")``) to script line."""
-    out: dict[tuple[str, ...], int] = {}
-    table: tuple[str, ...] = ()
-    in_multiline: str | None = None
-    for k, raw in enumerate(block.lines):
-        line_no = block.script_line(k + 1)
-        if in_multiline is not None:
-            if raw.count(in_multiline) % 2 == 1:
-                in_multiline = None
-            continue
-        m = _HEADER.match(raw)
-        if m:
-            table = _key_parts(m.group(1))
-            out.setdefault(table, line_no)
-            continue
-        m = _ASSIGN.match(raw)
-        if not m:
-            continue
-        key = table + _key_parts(m.group(1))
-        for depth in range(len(table) + 1, len(key) + 1):
-            out.setdefault(key[:depth], line_no)
-        value = m.group(2)
-        for quote in ('"""', "'''"):
-            if value.count(quote) % 2 == 1:
-                in_multiline = quote
-                break
-        if value.lstrip().startswith("{"):
-            for inner in _INLINE_KEY.findall(value):
-                out.setdefault(key + (inner.strip("\"'"),), line_no)
-    return out
-
-
 class _Locator:
     """Finds the script line of a runspec key; the map is built only on first error."""
 
@@ -200,11 +158,11 @@ class _Locator:
 
     def line(self, key: str | None) -> int:
         if self._map is None:
-            self._map = _line_map(self.block)
+            self._map = line_map("\n".join(self.block.lines))
         parts = ("tool", "runspec") + (tuple(key.split(".")) if key else ())
         while parts:
             if parts in self._map:
-                return self._map[parts]
+                return self.block.script_line(self._map[parts])
             parts = parts[:-1]
         return self.block.opener_line
 

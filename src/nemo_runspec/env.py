@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec._suggest import closest, did_you_mean
+from nemo_runspec._toml_lines import line_map
 from nemo_runspec.errors import EnvFileError
 from nemo_runspec.secrets import is_secret_name, redact, secret_values
 
@@ -198,126 +199,6 @@ class EnvFile:
         return None
 
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _parse_key(text: str, pos: int) -> tuple[list[str], int]:
-    """Parse a (dotted, possibly quoted) TOML key at ``text[pos:]``."""
-    parts: list[str] = []
-    n = len(text)
-    while True:
-        while pos < n and text[pos] in " \t":
-            pos += 1
-        if pos >= n:
-            return parts, pos
-        ch = text[pos]
-        if ch == '"':
-            end = pos + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            try:
-                parts.append(tomllib.loads("k = " + text[pos : end + 1])["k"])
-            except tomllib.TOMLDecodeError:
-                parts.append(text[pos + 1 : end])
-            pos = end + 1
-        elif ch == "'":
-            end = text.find("'", pos + 1)
-            end = n if end < 0 else end
-            parts.append(text[pos + 1 : end])
-            pos = end + 1
-        else:
-            m = _BARE_KEY.match(text, pos)
-            if not m:
-                return parts, pos
-            parts.append(m.group(0))
-            pos = m.end()
-        while pos < n and text[pos] in " \t":
-            pos += 1
-        if pos < n and text[pos] == ".":
-            pos += 1
-            continue
-        return parts, pos
-
-
-def _scan_value(text: str, pos: int, ml: str | None, depth: int) -> tuple[str | None, int]:
-    """Advance the multi-line state (open multi-line string, bracket depth) over a line."""
-    n = len(text)
-    while pos < n:
-        if ml is not None:
-            end = text.find(ml, pos)
-            if ml == '"""':
-                while end > 0 and _escaped(text, end):
-                    end = text.find(ml, end + 1)
-            if end < 0:
-                return ml, depth
-            pos = end + 3
-            while pos < n and text[pos] == ml[0]:  # up to two extra quotes may close
-                pos += 1
-            ml = None
-            continue
-        ch = text[pos]
-        if ch == "#":
-            break
-        if ch in "\"'":
-            triple = ch * 3
-            if text.startswith(triple, pos):
-                ml = triple
-                pos += 3
-                continue
-            end = pos + 1
-            while end < n and text[end] != ch:
-                end += 2 if (ch == '"' and text[end] == "\\") else 1
-            pos = end + 1
-            continue
-        if ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        pos += 1
-    return ml, depth
-
-
-def _escaped(text: str, idx: int) -> bool:
-    slashes = 0
-    while idx - 1 - slashes >= 0 and text[idx - 1 - slashes] == "\\":
-        slashes += 1
-    return slashes % 2 == 1
-
-
-def _line_map(text: str) -> dict[tuple[str, ...], int]:
-    """Map each table header and key (as a path) to its line. ``text`` is valid TOML."""
-    lines: dict[tuple[str, ...], int] = {}
-    table: tuple[str, ...] = ()
-    ml: str | None = None
-    depth = 0
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if ml is not None or depth > 0:
-            ml, depth = _scan_value(line, 0, ml, depth)
-            continue
-        stripped = line.lstrip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        offset = len(line) - len(stripped)
-        if stripped.startswith("["):
-            skip = 2 if stripped.startswith("[[") else 1
-            parts, _ = _parse_key(line, offset + skip)
-            table = tuple(parts)
-            for i in range(1, len(table) + 1):
-                lines.setdefault(table[:i], lineno)
-            continue
-        parts, pos = _parse_key(line, offset)
-        if not parts:
-            continue
-        full = table + tuple(parts)
-        for i in range(len(table) + 1, len(full)):
-            lines.setdefault(full[:i], lineno)
-        lines[full] = lineno
-        eq = line.find("=", pos)
-        if eq >= 0:
-            ml, depth = _scan_value(line, eq + 1, None, 0)
-    return lines
-
-
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
 
@@ -351,7 +232,7 @@ def load_env_file(path: str | os.PathLike[str]) -> EnvFile:
             line = text.count("\n") + 1
             msg = _TOML_END.sub(" (at end of file)", msg)
         raise EnvFileError(f"invalid TOML: {msg}", path=path, line=line) from None
-    lines = _line_map(text)
+    lines = line_map(text)
     profiles: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {name: {} for name in RESERVED_SECTIONS}
     for name, value in data.items():
