@@ -161,7 +161,7 @@ def split_global_args(argv: list[str]) -> tuple[GlobalContext, list[str]]:
             rest.append(word)
             i += 1
             continue
-        if word.startswith("-") and len(word) > 1 and _is_global_cluster(word[1:]):
+        if _looks_like_option(word) and _is_global_cluster(word[1:]):
             i = _consume_cluster(ctx, argv, i, given)
             continue
         rest.append(word)
@@ -222,9 +222,11 @@ def split_unknown_args(args: list[str]) -> tuple[list[str], list[str]]:
     overrides: list[str] = []
     passthrough: list[str] = []
     for word in args:
-        if not is_override(word):
+        if is_override(word):
+            overrides.append(word)
+        else:
             _refuse_near_global(word)
-        (overrides if is_override(word) else passthrough).append(word)
+            passthrough.append(word)
     return overrides, passthrough
 
 
@@ -245,10 +247,9 @@ def _refuse_near_global(word: str) -> None:
     elif prefix_of:  # an abbreviation (--dry, --env, --conf): never a script flag by accident
         best = prefix_of[0]
     else:
-        import difflib
+        from nemo_runspec._suggest import closest
 
-        close = difflib.get_close_matches(normalised, candidates, n=1, cutoff=0.75)
-        best = close[0] if close else None
+        best = closest(normalised, candidates, cutoff=0.75)
     if best is not None:
         raise CLIUsageError(
             f"unknown option {name!r}",

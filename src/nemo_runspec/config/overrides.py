@@ -170,12 +170,6 @@ def _lookup(node: Any, seg: str) -> tuple[bool, Any]:
     return False, seg
 
 
-def _children(node: Any, prefix: str) -> list[str]:
-    if isinstance(node, dict):
-        return [f"{prefix}{k}" for k in node]
-    return []
-
-
 def _unknown(ov: Override, depth: int, node: Any, where: str, extra: Iterable[str] = ()) -> ConfigError:
     """Error for ``ov.path[:depth+1]`` missing under ``node``."""
     prefix = ".".join(ov.path[:depth])
