@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.exceptions import ArtifactError
+from nemo_runspec.ranks import global_rank
 
 _HANDOFF = "artifacts.resolved.json"
 _FAILED = "artifacts.failed.json"
@@ -134,10 +135,7 @@ def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, ran
     pinned for the ``art`` resolver; a failure file raises at once instead of
     waiting out ``timeout``.
     """
-    if rank is None:
-        from nemo_runspec.ranks import global_rank
-
-        rank = global_rank()
+    rank = global_rank() if rank is None else rank
     handoff = Path(handoff_dir)
     done, failed = handoff / _HANDOFF, handoff / _FAILED
     resolve = resolver or lookup
