@@ -167,3 +167,6 @@ def test_default_config_without_backend_exits_3(tmp_path, env):
     p = run("pretrain", tmp_path / "job", env, config="default")
     assert p.returncode == 3
     assert "megatron.bridge is not installed" in p.stderr
+    from nemo_runspec import parse
+
+    assert f"({parse(RECIPES / STAGES['pretrain'] / 'train.py').image})" in p.stderr  # the runspec's image

@@ -16,7 +16,7 @@ from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.tokenizer import train_tokenizer
 from nemotron.training.checkpoint import latest_checkpoint, list_checkpoints, save_checkpoint
 from nemotron.training.data import IndexedBin, PretrainWindows, load_blend, segment_ids_for
-from nemotron.training.entry import choose_backend
+from nemotron.training.entry import choose_backend, native_config
 from nemotron.training.tiny_gpt import GPTConfig, TinyGPT, masked_lm_loss
 
 WORDS = "alpha beta gamma delta river stone cloud paper light north quick brown fox jumps lazy dog".split()
@@ -156,3 +156,9 @@ def test_backend_rule():
     assert choose_backend(_cfg("backend: native\nfallback: {}"), native_missing) == "missing"
     with pytest.raises(ConfigError, match="backend"):
         choose_backend(_cfg("backend: tpu"), native_missing)
+
+
+def test_native_config_drops_only_the_launcher_sections():
+    cfg = _cfg("run: {mode: local}\nfallback: {enabled: auto}\npublish: {name: m}\n"
+               "backend: auto\ntrain: {iters: 3}\nckpt: ${train.iters}")
+    assert native_config(cfg) == {"backend": "auto", "train": {"iters": 3}, "ckpt": 3}

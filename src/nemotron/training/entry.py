@@ -25,6 +25,8 @@ from nemo_runspec.ranks import global_rank
 EXIT_BACKEND_MISSING = 3
 BACKENDS = ("auto", "native", "torch")
 DATA_KEYS = {"pretrain": "data.data_path", "sft": "data.data_path", "rl": "data.train_data_path"}
+#: Config sections that belong to the launcher, not to the native backend.
+LAUNCHER_KEYS = ("run", "fallback", "publish")
 
 
 def importable(module: str) -> bool:
@@ -53,6 +55,17 @@ def choose_backend(cfg: Any, native_module: str) -> str:
     return "missing"
 
 
+def native_config(cfg: Any) -> dict[str, Any]:
+    """The resolved config as a plain dict for the native backend, minus :data:`LAUNCHER_KEYS`
+    (``publish`` included: the launcher publishes the checkpoint)."""
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(cfg, resolve=True)
+    for key in LAUNCHER_KEYS:
+        container.pop(key, None)
+    return container
+
+
 def parse_args(description: str, argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """``--config PATH`` plus any extra arguments (returned untouched)."""
     parser = argparse.ArgumentParser(description=description)
@@ -67,18 +80,18 @@ def load_config(path: str, extra: list[str]) -> Any:
     return _load(path, [e for e in extra if "=" in e and not e.startswith("-")])
 
 
-def job_dir(config_path: str) -> Path:
+def job_dir() -> Path:
     """``$NEMOTRON_JOB_DIR``, else the current directory (where the CLI runs the script)."""
     return Path(os.environ.get("NEMOTRON_JOB_DIR") or os.getcwd())
 
 
-def _handoff_dir(config_path: str) -> Path:
-    base = job_dir(config_path)
+def _handoff_dir() -> Path:
+    base = job_dir()
     run_id = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("SLURM_JOB_ID") or "run"
     return base / f".artifacts-{run_id}"
 
 
-def resolve_path_key(cfg: Any, dotted: str, config_path: str) -> str:
+def resolve_path_key(cfg: Any, dotted: str) -> str:
     """Resolve one config value that may use ``${art:...}``; multi-rank jobs resolve once on rank 0."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
@@ -95,7 +108,7 @@ def resolve_path_key(cfg: Any, dotted: str, config_path: str) -> str:
     sub = OmegaConf.create({"run": raw.get("run") or {}, "value": node})
     try:
         if "${art:" in str(node) and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            resolve_artifacts_once(sub, _handoff_dir(config_path))
+            resolve_artifacts_once(sub, _handoff_dir())
         value = sub.value
     except OmegaConfBaseException as exc:
         cause = exc.__cause__ or exc.__context__
@@ -106,7 +119,7 @@ def resolve_path_key(cfg: Any, dotted: str, config_path: str) -> str:
     return str(path if path.is_absolute() else (Path.cwd() / path))
 
 
-def _checkpoint_dir(cfg: Any, kind: str, config_path: str) -> str | None:
+def _checkpoint_dir(cfg: Any, kind: str) -> str | None:
     key = ("checkpointing", "checkpoint_dir") if kind == "rl" else ("checkpoint", "save")
     section = cfg.get(key[0]) or {}
     fb = cfg.get("fallback") or {}
@@ -114,7 +127,7 @@ def _checkpoint_dir(cfg: Any, kind: str, config_path: str) -> str | None:
     if not value:
         return None
     p = Path(os.path.expanduser(str(value)))
-    return str(p if p.is_absolute() else job_dir(config_path) / p)
+    return str(p if p.is_absolute() else job_dir() / p)
 
 
 def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -> None:
@@ -127,7 +140,7 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     name = (cfg.get("publish") or {}).get("name")
     if not name or global_rank() != 0:
         return
-    ckpt = _checkpoint_dir(cfg, kind, config_path)
+    ckpt = _checkpoint_dir(cfg, kind)
     if not ckpt or not Path(ckpt).exists():
         print(f"nano3/{kind}: nothing to publish as {name}: no checkpoint dir ({ckpt})", file=sys.stderr)
         return
@@ -139,7 +152,7 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     print(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]", flush=True)
 
 
-def _pretrained_dir(cfg: Any, kind: str, config_path: str) -> str | None:
+def _pretrained_dir(cfg: Any, kind: str) -> str | None:
     """SFT starts from the pretrain checkpoint (``checkpoint.pretrained_checkpoint``,
     usually ``${art:model,path}``). Unset, or ``fallback.init_from_pretrained: false``:
     from scratch. Set but unresolvable: a one-line warning, then from scratch, so
@@ -149,13 +162,13 @@ def _pretrained_dir(cfg: Any, kind: str, config_path: str) -> str | None:
     if not ((cfg.get("checkpoint") or {}).get("pretrained_checkpoint")):
         return None
     try:
-        return resolve_path_key(cfg, "checkpoint.pretrained_checkpoint", config_path)
+        return resolve_path_key(cfg, "checkpoint.pretrained_checkpoint")
     except NemoRunspecError as exc:
         print(f"warning: nano3/{kind}: training from scratch: {exc}", file=sys.stderr)
         return None
 
 
-def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
+def run_fallback(kind: str, cfg: Any) -> int:
     """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
     from omegaconf import OmegaConf
 
@@ -164,7 +177,7 @@ def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
 
     fb = cfg.get("fallback")
     settings = Settings.from_config(OmegaConf.to_container(fb, resolve=True) if fb is not None else {})
-    data_path = resolve_path_key(cfg, DATA_KEYS[kind], config_path)
+    data_path = resolve_path_key(cfg, DATA_KEYS[kind])
     if not Path(data_path).exists():
         raise ConfigError(f"training data not found: {data_path}", key=DATA_KEYS[kind],
                           hint=f"run `nemotron nano3 data prep {kind}` first or fix {DATA_KEYS[kind]}")
@@ -181,18 +194,22 @@ def run_fallback(kind: str, cfg: Any, config_path: str) -> int:
         task = RLSmokeTask(data_path, settings, tok)
         print("[rl-smoke] NOTE: CPU smoke fallback, not RL: supervised warm-start on prompt->answer "
               "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
-    init_from = _pretrained_dir(cfg, kind, config_path)
+    init_from = _pretrained_dir(cfg, kind)
     dist = init_distributed(settings.device)
     try:
-        train(task, settings, _checkpoint_dir(cfg, kind, config_path), dist, init_from=init_from)
+        train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from)
     finally:
         shutdown()
     return 0
 
 
-def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, image: str,
-         native_run: Callable[[Any, list[str]], int]) -> int:
+def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
+         native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
     """Entry point of a recipe ``train.py``: load config, choose the backend, run; returns the exit code.
+
+    ``script`` is the recipe's own path (its runspec ``image`` is named when the
+    native backend is missing); ``native_run`` gets :func:`native_config` and the
+    ``key=value`` extras.
 
     User errors print one ``error: ...`` line on stderr (exit 2 for config/data
     problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
@@ -208,16 +225,19 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
         cfg = load_config(args.config, extra)
         backend = choose_backend(cfg, native_module)
         if backend == "native":
-            code = native_run(cfg, extra)
+            code = native_run(native_config(cfg), extra)
             if code == 0:
                 publish_checkpoint(cfg, kind, args.config, backend=native_module)
             return code
         if backend == "missing":
+            from nemo_runspec import parse
+
+            image = parse(script).image
             print(f"{name}: {native_module} is not installed here; run this recipe in its container "
                   f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or +fallback.enabled=true).",
                   file=sys.stderr)
             return EXIT_BACKEND_MISSING
-        code = run_fallback(kind, cfg, args.config)
+        code = run_fallback(kind, cfg)
         if code == 0:
             publish_checkpoint(cfg, kind, args.config, backend="torch-fallback")
         return code

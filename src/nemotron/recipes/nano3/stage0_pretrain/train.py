@@ -40,10 +40,9 @@ See docs/training.md.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-EXIT_BACKEND_MISSING = 3
 BACKEND = "megatron.bridge"
-IMAGE = "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,19 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     from nemotron.training.entry import main as entry_main
 
     return entry_main("pretrain", argv, description=__doc__.splitlines()[0], native_module=BACKEND,
-                      image=IMAGE, native_run=_run)
+                      script=__file__, native_run=_run)
 
 
-def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
+def _run(container: dict[str, Any], extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
     from megatron.bridge.training.config import ConfigContainer  # noqa: F401
     from megatron.bridge.training.gpt_step import forward_step
     from megatron.bridge.training.pretrain import pretrain
-    from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(cfg, resolve=True)
-    container.pop("run", None)
-    container.pop("fallback", None)
-    container.pop("publish", None)  # ours: the launcher publishes the checkpoint
     pretrain(ConfigContainer.from_dict(container), forward_step_func=forward_step)
     return 0
 

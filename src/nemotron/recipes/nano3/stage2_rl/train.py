@@ -41,10 +41,9 @@ See docs/training.md.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-EXIT_BACKEND_MISSING = 3
 BACKEND = "nemo_rl"
-IMAGE = "nvcr.io/nvidia/nemo-rl:v0.4.0"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,17 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     from nemotron.training.entry import main as entry_main
 
     return entry_main("rl", argv, description=__doc__.splitlines()[0], native_module=BACKEND,
-                      image=IMAGE, native_run=_run)
+                      script=__file__, native_run=_run)
 
 
-def _run(cfg, extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
+def _run(container: dict[str, Any], extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
     from nemo_rl.algorithms.grpo import MasterConfig, grpo_train, setup  # noqa: F401
-    from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(cfg, resolve=True)
-    container.pop("run", None)
-    container.pop("fallback", None)
-    container.pop("publish", None)  # ours: the launcher publishes the checkpoint
     grpo_train(*setup(container))
     return 0
 
