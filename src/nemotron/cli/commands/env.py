@@ -8,7 +8,6 @@ for each key, the profile and ``file:line`` that set it. Secrets are redacted.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,7 +17,7 @@ import typer
 from nemo_runspec.cli_context import GlobalContext
 from nemo_runspec.errors import NemoRunspecError
 from nemo_runspec.recipe_typer import FastHelpGroup
-from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
+from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand, fail
 
 app = typer.Typer(
     name="env",
@@ -46,14 +45,6 @@ def _env_file(ctx: typer.Context, explicit: Path | None) -> str | Path | None:
     if isinstance(root, GlobalContext):
         return root.env_file or explicit
     return explicit
-
-
-def _fail(exc: NemoRunspecError) -> None:
-    """Print ``error: ...`` on one line and exit 2 (traceback only with NEMOTRON_DEBUG=1)."""
-    if os.environ.get("NEMOTRON_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
-        raise exc
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
 
 
 def _console():
@@ -88,7 +79,7 @@ def list_profiles(ctx: typer.Context, env_file: EnvFileOption = None) -> None:
             raise envmod._not_found_error(None)
         ef = envmod.load_env_file(path)
     except NemoRunspecError as exc:
-        _fail(exc)
+        fail(exc)
         return
 
     from rich.table import Table
@@ -159,7 +150,7 @@ def show_profile(
                 )
         prof = envmod.load_env_profile(profile, ef)
     except NemoRunspecError as exc:
-        _fail(exc)
+        fail(exc)
         return
 
     shown = prof.redacted_values()
