@@ -18,6 +18,11 @@ def _vocab_from_metadata(meta: dict[str, Any]) -> int | None:
     return int(v) if v else None
 
 
+def _shuffled_row(seed: int, i: int, n: int) -> int:
+    """Row of sample ``i`` out of ``n`` rows: each pass over the data is its own seeded permutation."""
+    return int(np.random.default_rng([seed, i // n]).permutation(n)[i % n])
+
+
 class PretrainTask:
     """Next-token LM on fixed-length windows of the blend's ``train`` split; eval on ``valid``."""
 
@@ -70,13 +75,8 @@ class SFTTask:
             top = max(top, int(self.valid.input_ids.max()))
         self.vocab_size = max(_vocab_from_metadata(read_metadata(data_path)) or 0, top + 1)
 
-    def _row(self, i: int) -> int:
-        n = len(self.train)
-        perm = np.random.default_rng([self.seed, i // n]).permutation(n)
-        return int(perm[i % n])
-
     def train_batch(self, indices: list[int]) -> dict[str, Any]:
-        return self.train.batch([self._row(i) for i in indices], self.seq_length)
+        return self.train.batch([_shuffled_row(self.seed, i, len(self.train)) for i in indices], self.seq_length)
 
     def eval_batches(self, micro_batch_size: int, n: int) -> list[dict[str, Any]]:
         if self.valid is None or not len(self.valid):
@@ -141,9 +141,7 @@ class RLSmokeTask:
         return {"tokens": ids[:, :-1], "targets": ids[:, 1:], "loss_mask": mask[:, 1:]}
 
     def train_batch(self, indices: list[int]) -> dict[str, Any]:
-        n = len(self._train)
-        rows = [int(np.random.default_rng([self.seed, i // n]).permutation(n)[i % n]) for i in indices]
-        return self._stack([self._train[r] for r in rows])
+        return self._stack([self._train[_shuffled_row(self.seed, i, len(self._train))] for i in indices])
 
     def eval_batches(self, micro_batch_size: int, n: int) -> list[dict[str, Any]]:
         items = self._valid[: micro_batch_size * n]
