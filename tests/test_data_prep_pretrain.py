@@ -169,6 +169,17 @@ def test_changed_input_invalidates_done_markers(tmp_path, tok_dir):
     assert s["documents"] == 60
 
 
+def test_fewer_shards_remove_stale_outputs_and_done_markers(tmp_path, tok_dir):
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(corpus, make_docs(50, seed=5))
+    out = tmp_path / "out"
+    run_pretrain(cfg_for(corpus, tok_dir, out, workers=0, num_shards=3))
+    assert sorted(p.name for p in (out / ".done").iterdir()) == [f"shard_0000{i}.json" for i in range(3)]
+    run_pretrain(cfg_for(corpus, tok_dir, out, workers=0, num_shards=2))
+    assert sorted(p.name for p in (out / ".done").iterdir()) == ["shard_00000.json", "shard_00001.json"]
+    assert not list(out.glob("*/shard_00002.*"))
+
+
 def test_max_bad_fraction_fails_after_writing_report(tmp_path, tok_dir):
     corpus = tmp_path / "c.jsonl"
     write_corpus(corpus, make_docs(10), {i: "garbage" for i in range(10)})

@@ -135,7 +135,6 @@ def run_pretrain(
                          label="pretrain", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
     remove_stale(plan.out_dir, keep, tuple(f"{s}/shard_*" for s in SPLIT_NAMES))
-    remove_stale(plan.out_dir, {f".done/{s.name}.json" for s in plan.shards}, (".done/shard_*.json",))
 
     blend: dict[str, list[str] | None] = {}
     for split in SPLIT_NAMES:

@@ -137,7 +137,6 @@ def run_rl(
                          label="rl", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
     remove_stale(plan.out_dir, keep, ("shards/shard_*",))
-    remove_stale(plan.out_dir, {f".done/{s.name}.json" for s in plan.shards}, (".done/shard_*.json",))
 
     dedupe = bool(c.get("dedupe", True))
     seed = c.get("seed", 1234)

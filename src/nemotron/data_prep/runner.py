@@ -6,7 +6,8 @@ dict must contain ``outputs`` (file names relative to ``out_dir``) and may carry
 ``records``, ``tokens`` and ``bad``. After it returns, the wrapper writes
 ``<out_dir>/.done/<shard>.json`` holding the shard fingerprint and the result; a
 rerun with the same fingerprint and all outputs present reuses the result
-without reading the inputs again.
+without reading the inputs again. Markers of shards that are not in the current
+plan (an older run cut into more shards) are removed once every shard is done.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from nemo_runspec.errors import ExecutionError
 
+from .common import remove_stale
 from .report import write_json
 from .sharding import Shard
 
@@ -190,6 +192,7 @@ def run_shards(
             _run_ray(fn, todo, params, out, workers, results, progress, on_shard_done)
     finally:
         progress.close()
+    remove_stale(Path(out), {f"{DONE_DIR}/{s.name}.json" for s in shards}, (f"{DONE_DIR}/shard_*.json",))
     return [results[s.index] for s in shards]
 
 

@@ -250,7 +250,6 @@ def run_sft(
                          label="sft", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
     remove_stale(plan.out_dir, keep, tuple(f"{s}/shard_*" for s in SPLIT_NAMES))
-    remove_stale(plan.out_dir, {f".done/{s.name}.json" for s in plan.shards}, (".done/shard_*.json",))
     totals = {s: {k: sum(r["splits"][s][k] for r in results) for k in ("conversations", "packs", "tokens", "loss_tokens")}
               for s in SPLIT_NAMES}
     metadata = {
