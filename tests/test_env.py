@@ -732,7 +732,7 @@ def test_ray_keys_and_timeout_default(tmp_path):
 
 
 def test_ray_profile_keys_reach_template_env(tmp_path):
-    from nemo_runspec.ray_slurm import ray_env_vars
+    from nemo_runspec.execution.ray import ray_env_vars
 
     path = write(tmp_path / "env.toml", "[r]\nray_port_base = 21000\nray_timeout = 42\n")
     prof = load_env_profile("r", path)

@@ -89,7 +89,7 @@ def test_torchrun_nproc_from_gpus_and_cpu_fallback():
 
 
 def test_ray_uses_our_template_one_raylet_per_node_and_per_node_prestart():
-    from nemo_runspec.ray_slurm import RAY_TEMPLATE
+    from nemo_runspec.execution.ray import RAY_TEMPLATE
 
     ex = make(dict(BASE, startup_commands=["echo hi"], ray_port_base=31000, ray_timeout=42),
               runspec=spec(launch="ray"))

@@ -10,7 +10,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.tunnels import probe_ssh
+from nemo_runspec.execution.tunnels import probe_ssh
 
 run = pytest.importorskip("nemo_run")
 from nemo_runspec.slurm import prepare_job, render_sbatch  # noqa: E402

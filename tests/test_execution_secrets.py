@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from nemo_runspec.secret_file import render_secret_file, source_snippet, write_secret_file
+from nemo_runspec.execution.secret_file import render_secret_file, source_snippet, write_secret_file
 
 VALUE = "hf_Zq9secretVALUE with 'quotes' and $dollar"
 

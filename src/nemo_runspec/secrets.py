@@ -1,8 +1,19 @@
 """Recognise and redact secrets (keys, tokens, secrets, passwords).
 
-One rule everywhere: an environment variable or config key whose *name* looks
-like a credential is a secret, and its value never appears in anything we write
-or display (sbatch scripts, logs, saved job configs, dry-run output).
+One rule everywhere, and this module is its only home:
+
+- a *name* (environment variable or config key) is secret when
+  :func:`is_secret_name` says so;
+- a *secret value* is what :func:`find_secret_values` returns: a string or a
+  number (never a bool, ``None`` or ``""``) stored under a secret name, at any
+  depth, that is not an unresolved reference such as ``${oc.env:HF_TOKEN}``;
+- free text is searched only for secret values of at least
+  :data:`MIN_SEARCH_LENGTH` characters (shorter ones would blank ordinary words);
+  under its own key a value is always replaced.
+
+Dry-run display, saved job configs, the secrets file, the sbatch-script check
+and log tails all use these functions, so what counts as secret cannot differ
+between the places a value is shown or written.
 """
 
 from __future__ import annotations
@@ -12,6 +23,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "***REDACTED***"
+#: Secret values shorter than this are not searched for in free text.
+MIN_SEARCH_LENGTH = 4
+#: Tables that hold provenance labels keyed by setting names (``run.env_sources``):
+#: their keys look secret (``env_vars.HF_TOKEN``) but their values are labels.
+LABEL_TABLES = frozenset({"env_sources"})
 
 # How a name is judged (split into lower-case words on snake/camel/kebab case):
 #
@@ -94,16 +110,15 @@ def redact(obj: Any, *, extra_values: Iterable[str] = ()) -> Any:
     contains a known secret value (``extra_values``) or a credential-shaped
     token has that part replaced.
     """
-    values = [v for v in extra_values if v and len(v) >= 4]
-    return _redact(obj, values)
+    return _redact(obj, searchable(extra_values))
 
 
 def _redact(obj: Any, values: list[str]) -> Any:
     if isinstance(obj, Mapping):
         out = {}
         for k, v in obj.items():
-            if isinstance(k, str) and is_secret_name(k) and v not in (None, "", REDACTED) and not _is_reference(v):
-                out[k] = REDACTED if not isinstance(v, (Mapping, list, tuple)) else _redact(v, values)
+            if isinstance(k, str) and is_secret_name(k) and is_secret_value(v):
+                out[k] = REDACTED
             else:
                 out[k] = _redact(v, values)
         return out
@@ -114,9 +129,15 @@ def _redact(obj: Any, values: list[str]) -> Any:
     return obj
 
 
-def _is_reference(value: Any) -> bool:
+def is_reference(value: Any) -> bool:
     """True for an unresolved interpolation such as ``${oc.env:HF_TOKEN}`` (no secret in it)."""
     return isinstance(value, str) and value.startswith("${") and value.endswith("}") and "}" not in value[2:-1]
+
+
+def searchable(values: Iterable[Any]) -> list[str]:
+    """The ``values`` worth searching for in free text (:data:`MIN_SEARCH_LENGTH`), longest first."""
+    found = {str(v) for v in values if v is not None and len(str(v)) >= MIN_SEARCH_LENGTH}
+    return sorted(found, key=lambda v: (-len(v), v))
 
 
 def redact_text(text: str, values: Iterable[str] = ()) -> str:
@@ -124,7 +145,7 @@ def redact_text(text: str, values: Iterable[str] = ()) -> str:
 
     Also masks ``NAME=value`` / ``NAME: value`` pairs where NAME looks secret.
     """
-    for v in sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True):
+    for v in searchable(values):
         text = text.replace(v, REDACTED)
     for pattern in _VALUE_PATTERNS:
         text = pattern.sub(REDACTED, text)
@@ -145,6 +166,38 @@ def _mask_assignment(m: re.Match[str]) -> str:
     return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED}{m.group('q')}"
 
 
+def is_secret_value(value: Any) -> bool:
+    """True when ``value``, held under a secret name, is a literal secret worth hiding."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    return value != "" and not is_reference(value)
+
+
+def find_secret_values(*objs: Any) -> list[str]:
+    """Every secret value (see the module docstring) in ``objs``, deduplicated.
+
+    Walks nested mappings, lists and tuples; :data:`LABEL_TABLES` are skipped.
+    """
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in LABEL_TABLES:
+                    continue
+                if isinstance(value, (Mapping, list, tuple)):
+                    walk(value)
+                elif isinstance(key, str) and is_secret_name(key) and is_secret_value(value):
+                    found[str(value)] = None
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                walk(item)
+
+    for obj in objs:
+        walk(obj)
+    return list(found)
+
+
 def secret_values(env: Mapping[str, Any]) -> list[str]:
-    """The values of the secret-named entries of ``env`` (for :func:`redact_text`)."""
-    return [str(v) for k, v in env.items() if is_secret_name(k) and v not in (None, "")]
+    """The secret values of ``env`` (:func:`find_secret_values` of one mapping)."""
+    return find_secret_values(env)

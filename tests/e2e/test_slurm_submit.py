@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slurm]
 
 run = pytest.importorskip("nemo_run")
 from nemo_runspec.slurm import (  # noqa: E402
-    _Remote,
+    Remote,
     follow,
     prepare_job,
     render_sbatch,
@@ -126,7 +126,7 @@ def test_dependency_runs_after_first_job(tmp_path):
     assert f"--dependency=afterok:{sub1.job_id}" in render_sbatch(job2)
     sub2 = submit(job2, attached=True, out=Out(), poll=0.5)
     assert sub2.exit_code == 0
-    remote = _Remote(job1)
+    remote = Remote(job1)
     a, b = sacct_info(remote, sub1.job_id), sacct_info(remote, sub2.job_id)
     assert a["State"] == "COMPLETED" and b["State"] == "COMPLETED"
     assert _ts(b["Start"]) >= _ts(a["End"])

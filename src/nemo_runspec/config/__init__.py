@@ -14,9 +14,13 @@ Importing this package costs OmegaConf only (no pydantic, nemo_run or rich).
 
 from __future__ import annotations
 
+from nemo_runspec.config.job_config import (
+    LAUNCHER_ONLY_KEYS,
+    build_job_config,
+    extract_train_config,
+)
 from nemo_runspec.config.jobdir import (
     atomic_write_text,
-    collect_secret_values,
     generate_job_dir,
     redact_config,
     save_configs,
@@ -29,17 +33,11 @@ from nemo_runspec.config.loader import (
     list_configs,
     load_config,
     parse_config,
-    read_yaml,
     resolve_config_path,
 )
 from nemo_runspec.config.overrides import Override, apply_overrides, parse_override, parse_value
-from nemo_runspec.config.provenance import (
-    LAUNCHER_ONLY_KEYS,
-    build_job_config,
-    collect_provenance,
-    extract_train_config,
-    git_info,
-)
+from nemo_runspec.config.provenance import collect_provenance, git_info
+from nemo_runspec.config.yaml_io import read_yaml
 
 __all__ = [
     "LAUNCHER_ONLY_KEYS",
@@ -49,7 +47,6 @@ __all__ = [
     "atomic_write_text",
     "build_job_config",
     "collect_provenance",
-    "collect_secret_values",
     "config_info",
     "extract_train_config",
     "generate_job_dir",

@@ -25,12 +25,17 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.secrets import is_secret_name, redact, redact_text
+from nemo_runspec.secrets import (
+    find_secret_values,
+    is_reference,
+    is_secret_name,
+    redact,
+    redact_text,
+)
 
 _ISSUED: set[str] = set()
 _ISSUED_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9._-]+")
-_REFERENCE = re.compile(r"^\$\{[^{}]*\}$")
 
 
 def slugify(name: str) -> str:
@@ -131,37 +136,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
-def _is_reference(value: Any) -> bool:
-    return isinstance(value, str) and bool(_REFERENCE.match(value))
-
-
-def collect_secret_values(obj: Any) -> list[str]:
-    """Literal values stored under secret-looking keys anywhere in ``obj``.
-
-    ``${...}`` references are not values; ``run.env_sources`` holds labels.
-    """
-    found: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for k, v in node.items():
-                if k == "env_sources":
-                    continue  # labels, keyed by (secret-looking) setting names
-                if isinstance(v, (Mapping, list, tuple)):
-                    walk(v)
-                elif (
-                    isinstance(k, str) and is_secret_name(k) and v not in (None, "")
-                    and not isinstance(v, bool) and not _is_reference(v)
-                ):
-                    found.append(str(v))
-        elif isinstance(node, (list, tuple)):
-            for v in node:
-                walk(v)
-
-    walk(obj)
-    return found
-
-
 def redact_config(obj: Any, values: Iterable[str] = ()) -> Any:
     """:func:`nemo_runspec.secrets.redact` that keeps references like ``${oc.env:HF_TOKEN}``.
 
@@ -174,7 +148,7 @@ def redact_config(obj: Any, values: Iterable[str] = ()) -> Any:
         for k, v in obj.items():
             if k == "env_sources" and isinstance(v, Mapping):
                 out[k] = {sk: redact_text(str(sv), values) for sk, sv in v.items()}
-            elif isinstance(k, str) and is_secret_name(k) and _is_reference(v):
+            elif isinstance(k, str) and is_secret_name(k) and is_reference(v):
                 out[k] = redact_text(v, values)
             elif isinstance(v, (Mapping, list, tuple)):
                 out[k] = redact_config(v, values)
@@ -200,7 +174,7 @@ def render_configs(job_config: DictConfig, train_config: DictConfig) -> dict[str
     """
     job_data = OmegaConf.to_container(job_config, resolve=False)
     train_data = OmegaConf.to_container(train_config, resolve=False)
-    values = sorted(set(collect_secret_values(job_data) + collect_secret_values(train_data)))
+    values = find_secret_values(job_data, train_data)
     return {"job.yaml": _to_yaml(job_data, values), "train.yaml": _to_yaml(train_data, values)}
 
 

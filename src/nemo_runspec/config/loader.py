@@ -27,24 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.config.yaml_io import read_yaml
 from nemo_runspec.errors import ConfigError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 _SELF = "_self_"
 _DEFAULTS_LINE = re.compile(r"^defaults\s*:")
-
-
-def yaml_loader() -> Any:
-    """The YAML loader OmegaConf uses (``1e-4`` is a float, duplicate keys are errors)."""
-    try:
-        from omegaconf._yaml import get_yaml_loader  # omegaconf >= 2.4
-    except ImportError:  # pragma: no cover - omegaconf 2.3
-        from omegaconf._utils import get_yaml_loader
-    return get_yaml_loader()
 
 
 @dataclass
@@ -126,34 +117,6 @@ def _defaults_line(text: str) -> int | None:
         if _DEFAULTS_LINE.match(line):
             return i
     return None
-
-
-def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
-    """Parse one YAML file into a dict (``{}`` when empty); returns ``(data, text)``.
-
-    Syntax errors and duplicate keys become :class:`ConfigError` with the line.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=p) from exc
-    try:
-        data = yaml.load(text, Loader=yaml_loader())
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = " ".join(x for x in (exc.context, exc.problem) if x) or "invalid YAML"
-        raise ConfigError(f"invalid YAML: {problem}", path=p, line=line) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", path=p) from exc
-    if data is None:
-        return {}, text
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"a config must be a mapping at the top level, not a {type(data).__name__}", path=p, line=1
-        )
-    return data, text
 
 
 def _parse_defaults(value: Any, path: Path, line: int | None) -> list[str]:
@@ -296,7 +259,7 @@ def load_config(config: str, config_dir: str | os.PathLike[str]) -> tuple[DictCo
 def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: str) -> DictConfig:
     """Load the recipe config selected on the command line and apply its overrides.
 
-    ``ctx`` is a :class:`~nemo_runspec.cli_context.GlobalContext` (anything with
+    ``ctx`` is a :class:`~nemo_runspec.cli.context.GlobalContext` (anything with
     ``.config`` and ``.overrides``). The config is ``ctx.config`` if set, else
     ``default_config``; see the module docstring for names, paths and
     ``defaults:``. Interpolations are kept unresolved.

@@ -26,6 +26,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec._suggest import closest
+from nemo_runspec.config.yaml_io import yaml_loader
 from nemo_runspec.errors import ConfigError
 
 Op = Literal["set", "add", "force", "delete"]
@@ -96,8 +97,6 @@ _LOADER: Any = None
 def _loader() -> Any:
     global _LOADER
     if _LOADER is None:
-        from nemo_runspec.config.loader import yaml_loader
-
         _LOADER = yaml_loader()
     return _LOADER
 

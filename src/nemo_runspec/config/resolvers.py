@@ -80,7 +80,7 @@ def lookup(ref: str) -> dict[str, Any]:
     """Resolve ``ref`` through pinned answers or the process-wide registry."""
     if _PINNED is not None and ref in _PINNED:
         return _PINNED[ref]
-    from nemo_runspec.artifact_registry import get_registry
+    from nemo_runspec.artifacts.registry import get_registry
 
     return get_registry().resolve(ref).to_dict()
 
@@ -95,11 +95,8 @@ def register_resolvers(replace: bool = True) -> None:
 
     if OmegaConf.has_resolver("art") and not replace:
         return
-    register = getattr(OmegaConf, "register_resolver", None)
-    if register is not None:  # OmegaConf >= 2.4
-        register("art", _art_resolver, replace=True, use_cache=False, annotation_validation="off")
-    else:
-        OmegaConf.register_new_resolver("art", _art_resolver, replace=True, use_cache=False)
+    OmegaConf.register_resolver("art", _art_resolver, replace=True, use_cache=False,
+                                annotation_validation="off")
 
 
 def pin(answers: Mapping[str, Mapping[str, Any]] | None) -> None:
@@ -170,20 +167,21 @@ def _write_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def describe_references(cfg: Any) -> list[dict[str, Any]]:
+def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
     """Each artifact reference in ``cfg`` with what it resolves to now (for dry runs).
 
     Returns ``{"ref", "path", "version"}`` or ``{"ref", "error"}`` per reference.
     File/fsspec registries are read (local and cheap); a W&B registry is not
-    contacted (``note`` says it resolves on the cluster).
+    contacted (``note`` says it resolves on the cluster). ``registry`` defaults
+    to the process-wide one.
     """
-    from nemo_runspec.artifact_registry import FsspecBackend, get_registry
+    from nemo_runspec.artifacts.registry import FsspecBackend, get_registry
 
     try:
         refs = collect_references(cfg)
     except ArtifactError as exc:
         return [{"ref": "?", "error": str(exc)}]
-    registry = get_registry()
+    registry = registry or get_registry()
     out: list[dict[str, Any]] = []
     for ref in refs:
         if not isinstance(registry.backend, FsspecBackend):

@@ -13,7 +13,9 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from nemo_runspec.packaging.manifest import FORMAT_VERSION, PackagingPlan
 from nemo_runspec.paths import nemotron_home
@@ -25,25 +27,30 @@ MAX_ENTRIES = 24
 def cache_dir(override: str | Path | None = None) -> Path:
     """The package cache directory.
 
-    ``override``, else ``<dir>/packages`` from the ``[cache]`` section of the
-    discovered env.toml, else ``$NEMOTRON_HOME/cache/packages``.
+    ``override``, else :func:`packages_dir` of the discovered env.toml's
+    ``[cache]`` section.
     """
     if override:
         return Path(override).expanduser()
-    configured = _configured_cache_dir()
+    return packages_dir(_discovered_cache_section())
+
+
+def packages_dir(cache_section: Mapping[str, Any] | None) -> Path:
+    """``<dir>/packages`` for a ``[cache]`` section with ``dir``, else
+    ``$NEMOTRON_HOME/cache/packages``."""
+    configured = (cache_section or {}).get("dir")
     if configured:
         return Path(configured).expanduser() / "packages"
     return nemotron_home() / "cache" / "packages"
 
 
-def _configured_cache_dir() -> str | None:
+def _discovered_cache_section() -> Mapping[str, Any]:
     try:
-        from nemo_runspec.env import find_env_file, get_cache_config
+        from nemo_runspec.env import get_cache_config
 
-        path = find_env_file()
-        return get_cache_config(path).get("dir") if path else None
+        return get_cache_config()
     except Exception:  # noqa: BLE001 - a broken env.toml is reported where profiles load
-        return None
+        return {}
 
 
 def fingerprint(*parts: str | bytes) -> str:

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec._suggest import did_you_mean
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from nemo_runspec.job import CompiledJob
 
 KINDS = ("git", "code", "self_contained", "pattern", "hybrid", "none")
 SUB_KINDS = ("git", "code", "self_contained", "pattern")
@@ -85,9 +88,9 @@ def _str(values: Mapping[str, Any], key: str, sources) -> str:
 
 
 def build_packager(
-    profile_values: Mapping[str, Any],
+    profile_values: Mapping[str, Any] | CompiledJob,
     *,
-    runspec: Any,
+    runspec: Any = None,
     repo_root: str | Path | None = None,
     script_path: str | Path | None = None,
     config_path: str | Path | None = None,
@@ -98,6 +101,10 @@ def build_packager(
 ) -> tuple[Any, PackagingPlan]:
     """Build the nemo-run packager named by the profile and its :class:`PackagingPlan`.
 
+    ``build_packager(job)`` does it for a :class:`~nemo_runspec.job.CompiledJob`:
+    its run environment and runspec, error locations from its profile, the
+    ``[cache]`` dir of its env.toml and progress on the console.
+
     The plan is filled in (commit, diff, files, archive sha256, ...) when
     nemo-run calls ``packager.package(...)``; it is the same object every time,
     even across nemo-run's executor clones. ``sources`` maps profile keys to
@@ -105,6 +112,19 @@ def build_packager(
     train config shipped by ``self_contained``; ``progress`` receives
     :class:`~nemo_runspec.packaging.progress.ProgressEvent`\\ s.
     """
+    from nemo_runspec.job import CompiledJob
+
+    if isinstance(profile_values, CompiledJob):
+        from nemo_runspec.packaging.cache import packages_dir
+        from nemo_runspec.packaging.progress import console_progress
+
+        job = profile_values
+        return build_packager(
+            job.run_env, runspec=job.runspec, script_path=job.runspec.script_path,
+            sources=job.profile.sources if job.profile is not None else None,
+            progress=progress or console_progress(),
+            cache_dir=cache_dir or packages_dir(job.sections.get("cache")),
+        )
     from nemo_runspec.packaging import _registry
     from nemo_runspec.packaging.git import _script_in_archive, find_repo_root
 

@@ -1,6 +1,6 @@
 """Publish a finished data-prep output dir to the artifact registry.
 
-The registry is :func:`nemo_runspec.artifact_registry.get_registry`, so the
+The registry is :func:`nemo_runspec.artifacts.registry.get_registry`, so the
 destination follows one rule everywhere: :func:`set_registry`, else
 ``$NEMOTRON_ARTIFACTS_ROOT`` (set by the launcher when the data prep runs as a
 Slurm job, so the job publishes where the submitting machine will look), else
@@ -23,7 +23,7 @@ def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, 
     ``publish.copy`` copies the payload into the registry instead of recording
     the path. No-op (returns None) when ``publish.name`` is unset or when this
     process is not global rank 0 (only one rank publishes). Returns the
-    published :class:`~nemo_runspec.artifact_registry.Artifact`.
+    published :class:`~nemo_runspec.artifacts.registry.Artifact`.
     """
     pub = cfg.get("publish") or {}
     name = pub.get("name") if isinstance(pub, dict) else None
@@ -33,7 +33,7 @@ def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, 
     if rank != 0:
         print(f"note: rank {rank} does not publish {name!r} (rank 0 does)")
         return None
-    from nemo_runspec.artifact_registry import get_registry
+    from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
     aliases = tuple(pub.get("aliases") or ("latest",))

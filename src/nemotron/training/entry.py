@@ -144,7 +144,7 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     if not ckpt or not Path(ckpt).exists():
         print(f"nano3/{kind}: nothing to publish as {name}: no checkpoint dir ({ckpt})", file=sys.stderr)
         return
-    from nemo_runspec.artifact_registry import get_registry
+    from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
     art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend,

@@ -17,9 +17,9 @@ from typing import Any
 
 import typer
 
-from nemo_runspec.cli_context import GlobalContext, split_global_args
+from nemo_runspec.cli.context import GlobalContext, split_global_args
+from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
 from nemo_runspec.errors import ExecutionError, NemoRunspecError
-from nemo_runspec.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
 
 #: name -> (module, attribute holding a typer.Typer, optional). Optional groups
 #: whose module does not exist are skipped; every other failure shows a stub.
@@ -107,7 +107,7 @@ class NemotronGroup(FastHelpGroup):
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:
         """Group help (warns on stderr for each group that failed to load), then globals."""
         super().format_help(ctx, formatter)
-        from nemo_runspec.help import render_global_options
+        from nemo_runspec.cli.help import render_global_options
 
         render_global_options()
 
@@ -125,10 +125,6 @@ class NemotronGroup(FastHelpGroup):
         try:
             gctx, rest = split_global_args(argv)
             debug = debug or gctx.debug
-            if gctx.env_file:
-                # One source of truth for everything that discovers env.toml later
-                # (artifact registry, local child processes), not just the profile.
-                os.environ["NEMOTRON_ENV_FILE"] = os.path.abspath(gctx.env_file)
             extra.setdefault("obj", gctx)
             rv = super().main(
                 rest,

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from nemo_runspec.cli_context import GlobalContext
+from nemo_runspec.cli.context import GlobalContext
+from nemo_runspec.cli.recipe_typer import FastHelpGroup
+from nemo_runspec.env.discovery import not_found_error
 from nemo_runspec.errors import NemoRunspecError
-from nemo_runspec.recipe_typer import FastHelpGroup
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand, fail
 
 app = typer.Typer(
@@ -76,7 +77,7 @@ def list_profiles(ctx: typer.Context, env_file: EnvFileOption = None) -> None:
     try:
         path = envmod.find_env_file(_env_file(ctx, env_file))
         if path is None:
-            raise envmod._not_found_error(None)
+            raise not_found_error(None)
         ef = envmod.load_env_file(path)
     except NemoRunspecError as exc:
         fail(exc)
@@ -138,7 +139,7 @@ def show_profile(
     try:
         path = envmod.find_env_file(_env_file(ctx, env_file))
         if path is None:
-            raise envmod._not_found_error(profile)
+            raise not_found_error(profile)
         ef = envmod.load_env_file(path)
         if profile is None:
             profile = envmod.get_cli_config(ef).get("default_profile")

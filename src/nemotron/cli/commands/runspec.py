@@ -22,8 +22,8 @@ from typing import Annotated
 
 import typer
 
+from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import NemoRunspecError
-from nemo_runspec.recipe_typer import FastHelpGroup
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
 
 app = typer.Typer(

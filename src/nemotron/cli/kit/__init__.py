@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from nemo_runspec.recipe_typer import RecipeTyper
+from nemo_runspec.cli.recipe_typer import RecipeTyper
 
 app = RecipeTyper(name="kit", help="Kit utilities: preflight checks of a profile.")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from nemo_runspec.recipe_typer import RecipeTyper
+from nemo_runspec.cli.recipe_typer import RecipeTyper
 
 app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: pretrain, sft, rl and data prep.")
 data_app = RecipeTyper(name="data", help="Data commands.")

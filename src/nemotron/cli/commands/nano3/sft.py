@@ -1,7 +1,9 @@
 """`nemotron nano3 sft`: Supervised fine-tuning of Nemotron 3 Nano with Megatron-Bridge (torchrun).
 
-The execution is visible here, step by step: load the config, compile the job,
-then run it locally or build the packager and the nemo-run executor and submit.
+Reads top to bottom: the recipe script's runspec; the job compiled from the
+command line (config, overrides, env.toml profile); then a run here, or the
+code packaged, nemo-run's SlurmExecutor built and the job submitted. The FORK
+POINT marks what to replace to launch it on another backend.
 """
 
 from __future__ import annotations
@@ -9,88 +11,35 @@ from __future__ import annotations
 import typer
 
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.recipe_config import RecipeConfig, parse_recipe_config
-from nemo_runspec.recipe_typer import RecipeMeta
+from nemo_runspec.cli.display import show_dry_run
+from nemo_runspec.cli.meta import RecipeMeta
+from nemo_runspec.cli.recipe_config import parse_recipe_config
+from nemo_runspec.execution import run_local
+from nemo_runspec.job import compile_job
+from nemo_runspec.packaging import build_packager
+from nemo_runspec.slurm import prepare_job, submit
 from nemotron.recipes import RECIPES_DIR
 
-SCRIPT_PATH = RECIPES_DIR / "nano3/stage1_sft/train.py"
-SPEC = parse_runspec(SCRIPT_PATH)
-
-META = RecipeMeta(
-    name=SPEC.name,
-    script_path=SPEC.script_path,
-    config_dir=SPEC.config_dir,
-    default_config=SPEC.config.default,
-    input_artifacts={"data": "packed SFT data (run.data, from nano3 data prep sft)", "model": "pretrained checkpoint (run.model)"},
-    output_artifacts={"model": "SFT checkpoint (nano3-sft-model)"},
-    examples=[
-        "nemotron nano3 sft -c tiny --dry-run",
-        "nemotron nano3 sft --run dev optimizer.lr=1e-5",
-    ],
+SPEC = parse_runspec(RECIPES_DIR / "nano3/stage1_sft/train.py")
+META = RecipeMeta.from_spec(
+    SPEC,
     description="Supervised fine-tuning of Nemotron 3 Nano with Megatron-Bridge (torchrun).",
+    inputs={"data": "packed SFT data (run.data, from nano3 data prep sft)", "model": "pretrained checkpoint (run.model)"},
+    outputs={"model": "SFT checkpoint (nano3-sft-model)"},
+    examples=["nemotron nano3 sft -c tiny --dry-run", "nemotron nano3 sft --run dev optimizer.lr=1e-5"],
 )
-
-
-def _execute_sft(cfg: RecipeConfig) -> None:
-    """Compile the sft job from the command line, then show, run or submit it."""
-    from nemo_runspec.config import build_job_config, extract_train_config, parse_config
-    from nemo_runspec.config.jobdir import render_configs
-    from nemo_runspec.config.resolvers import describe_references
-    from nemo_runspec.display import display_dry_run
-    from nemo_runspec.env import parse_env
-    from nemo_runspec.execution import (
-        build_env_vars,
-        code_env,
-        execute_local,
-        job_env,
-        local_preview,
-    )
-
-    # 1. Config: -c NAME|PATH (or the runspec default) + overrides, the env.toml
-    #    profile (None without --run/--batch), and the compiled job config.
-    train_config = parse_config(cfg.ctx, SPEC.config_dir, SPEC.config.default)
-    env = parse_env(cfg.ctx)
-    job_config = build_job_config(
-        train_config, cfg.ctx, SPEC.name, SPEC.script_path, cfg.argv, env_profile=env, runspec=SPEC
-    )
-    run_env = job_env(job_config)  # runspec < YAML run.env < profile < CLI run.env.*
-    artifacts = describe_references(job_config) if cfg.dry_run else None
-
-    # 2. No profile, or executor = "local": run here (torchrun; one process per GPU,
-    #    or run.env.local_nproc on CPU), in a staged job dir.
-    if run_env.get("executor", "local") == "local":
-        if cfg.dry_run:
-            display_dry_run(job_config, train_config, env_profile=env, artifacts=artifacts,
-                            commands=[local_preview(SPEC, job_config, cfg.passthrough)])
-            return
-        raise typer.Exit(execute_local(SPEC, job_config, passthrough=cfg.passthrough))
-
-    # 3. Slurm: package the code, split env vars from secrets, build the executor.
-    from nemo_runspec.packaging import build_packager, console_progress
-    from nemo_runspec.slurm import prepare_job, render_sbatch, submit
-
-    packager, plan = build_packager(run_env, runspec=SPEC, script_path=SPEC.script_path,
-                                    sources=getattr(env, "sources", None), progress=console_progress())
-    env_vars, secrets = build_env_vars(job_config, run_env, runspec=SPEC)
-    job = prepare_job(
-        env=run_env, mode=cfg.mode, runspec=SPEC, packager=packager, script=plan.script,
-        args=["--config", "/nemo_run/train.yaml", *cfg.passthrough],
-        env_vars={**env_vars, **code_env(plan)}, secrets=secrets,
-    )
-    job.files = render_configs(job_config, extract_train_config(job_config, for_remote=True))
-
-    # 4. --dry-run shows the exact sbatch script (offline); otherwise submit,
-    #    and with --run follow the job and exit with its exit code.
-    if cfg.dry_run:
-        display_dry_run(job_config, train_config, env_profile=env, artifacts=artifacts,
-                        scripts={"sbatch script": render_sbatch(job)})
-        return
-    sub = submit(job, attached=cfg.attached)
-    plan.write_json(job.local_exp_dir / job.name / "packaging.json")
-    if cfg.attached:
-        raise typer.Exit(sub.exit_code or 0)
 
 
 def sft(ctx: typer.Context) -> None:
     """Supervised fine-tuning of Nemotron 3 Nano with Megatron-Bridge (torchrun)."""
-    _execute_sft(parse_recipe_config(ctx))
+    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + env.toml profile, with provenance
+    if job.is_local:  # no profile, or executor = "local": torchrun, one process per GPU (run.env.local_nproc on CPU)
+        raise typer.Exit(show_dry_run(job) if job.dry_run else run_local(job))
+    # FORK POINT: from here on the job goes to Slurm through nemo-run; to launch it
+    # elsewhere, replace these lines (docs/dev/architecture.md, "Forking a command").
+    packager, plan = build_packager(job)  # profile `packager`, else the recipe's default
+    slurm_job = prepare_job(job, packager, plan)  # SlurmExecutor + job dir; torchrun on every node (runspec launch)
+    if job.dry_run:  # the exact sbatch script, rendered offline; nothing is sent
+        raise typer.Exit(show_dry_run(job, slurm_job))
+    submitted = submit(slurm_job, attached=job.attached)  # --batch returns; --run follows the log
+    raise typer.Exit(submitted.exit_code or 0)

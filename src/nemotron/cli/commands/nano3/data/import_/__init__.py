@@ -2,7 +2,7 @@
 
 Each command validates the directory layout that the matching ``data prep``
 command writes, then publishes it to the artifact registry
-(:func:`nemo_runspec.artifact_registry.get_registry`). Parameters are plain
+(:func:`nemo_runspec.artifacts.registry.get_registry`). Parameters are plain
 ``Path``/``str``/``bool``/``list[str]`` handled by :class:`PlainParamsCommand`,
 so neither ``--help`` nor a run imports pydantic.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typer
 
-from nemo_runspec.recipe_typer import FastHelpGroup
+from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
 from nemotron.cli.commands.nano3.data.import_.pretrain import pretrain
 from nemotron.cli.commands.nano3.data.import_.rl import rl

@@ -20,8 +20,8 @@ from typer._coercion import RuntimeParam
 from typer._typing import get_args, get_origin
 from typer.core import TyperCommand
 
+from nemo_runspec.cli.recipe_typer import FastHelpMixin
 from nemo_runspec.errors import CLIUsageError, NemoRunspecError
-from nemo_runspec.recipe_typer import FastHelpMixin
 
 _PLAIN: dict[Any, Callable[[Any], Any]] = {str: str, Path: Path, bool: bool}
 
@@ -235,12 +235,28 @@ CHECKS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 
 
+def command_registry() -> Any:
+    """The artifact registry of the running command: its env.toml (``--env-file``,
+    ``$NEMOTRON_ENV_FILE`` or the nearest one), read once."""
+    import click
+
+    from nemo_runspec.artifacts.registry import registry_for
+    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.env import find_env_file, load_env_file, read_sections
+
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root().obj if ctx is not None else None
+    path = find_env_file(root.env_file if isinstance(root, GlobalContext) else None)
+    return registry_for(read_sections(load_env_file(path) if path else None))
+
+
 def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = False,
-                aliases: list[str] | None = None) -> Any:
-    """Validate ``path`` as ``kind`` data and publish it to :func:`get_registry`.
+                aliases: list[str] | None = None, registry: Any = None) -> Any:
+    """Validate ``path`` as ``kind`` data and publish it to ``registry``
+    (default: :func:`~nemo_runspec.artifacts.registry.get_registry`).
 
     ``latest`` always moves to the new version; ``aliases`` are added to it.
-    Returns the published :class:`~nemo_runspec.artifact_registry.Artifact`.
+    Returns the published :class:`~nemo_runspec.artifacts.registry.Artifact`.
     """
     root = Path(path).expanduser()
     if not root.exists():
@@ -249,18 +265,18 @@ def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = 
         raise _bad("not a directory", root, hint=f"pass the {kind} data directory")
     root = root.resolve()
     checked = CHECKS[kind](root)
-    from nemo_runspec.artifact_registry import get_registry
+    from nemo_runspec.artifacts.registry import get_registry
 
     metadata = {**_source_metadata(root), **checked, "kind": kind, "imported_from": str(root)}
     all_aliases = ["latest", *[a for a in (aliases or []) if a != "latest"]]
-    return get_registry().publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
-                                  aliases=all_aliases, copy=copy)
+    return (registry or get_registry()).publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
+                                                aliases=all_aliases, copy=copy)
 
 
 def run_import(kind: str, path: Path, name: str | None, copy: bool, aliases: list[str] | None) -> None:
     """The body of each ``nemotron nano3 data import KIND`` command."""
     try:
-        art = import_data(kind, path, name=name, copy=copy, aliases=aliases)
+        art = import_data(kind, path, name=name, copy=copy, aliases=aliases, registry=command_registry())
     except NemoRunspecError as exc:  # includes the registry's ArtifactError
         fail(exc)
         return

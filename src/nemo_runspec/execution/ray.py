@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-RAY_TEMPLATE = Path(__file__).resolve().parent / "templates" / "ray_slurm.sub.j2"
+RAY_TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "ray_slurm.sub.j2"
 
 
 def pre_start_setup_lines(commands: Iterable[str]) -> str:

@@ -96,6 +96,17 @@ def _no_prompt(*_args: Any, **_kwargs: Any) -> Any:
     raise ExecutionError("SSH key authentication failed and password prompts are disabled")
 
 
+def default_base_dir(values: Mapping[str, Any] | None = None) -> Path:
+    """Local Experiment base dir: profile ``job_dir`` (local tunnel) else
+    ``$NEMOTRON_HOME/jobs`` (default ``~/.nemotron/jobs``)."""
+    values = values or {}
+    if (values.get("tunnel") or "local") == "local" and values.get("job_dir"):
+        return Path(os.path.expanduser(str(values["job_dir"]))).absolute()
+    from nemo_runspec.paths import jobs_dir
+
+    return jobs_dir().absolute()
+
+
 def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str]) -> Any:
     """Build the nemo-run tunnel for a profile (``values`` = validated profile keys).
 

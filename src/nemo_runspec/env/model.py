@@ -1,6 +1,6 @@
 """Pydantic models of an env.toml profile and of its special sections.
 
-This module imports pydantic, so :mod:`nemo_runspec.env` only imports it inside
+This module imports pydantic, so :mod:`nemo_runspec.env` imports it only inside
 the functions that validate (``import nemo_runspec.env`` must stay cheap for
 ``nemotron --help``). The models are the single source of truth for the known
 keys: :data:`nemo_runspec.env.PROFILE_KEYS` is derived from them.

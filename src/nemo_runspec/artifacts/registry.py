@@ -1,0 +1,166 @@
+"""Artifact registry: named, versioned outputs handed from one stage to the next.
+
+A data-prep stage publishes its output as ``nano3-pretrain-data-tiny`` version N;
+a training config consumes it with ``${art:data,path}``. Two backends:
+
+- :class:`FsspecBackend` — any fsspec URL (default ``file://$NEMOTRON_HOME/artifacts``);
+  see :mod:`nemo_runspec.artifacts.fsspec_backend` for its layout and atomicity.
+- :class:`WandbBackend` — W&B artifacts (``wandb`` is imported only when used).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
+from nemo_runspec.artifacts.refs import (
+    ALIAS_RE,
+    NAME_RE,
+    Artifact,
+    Backend,
+    parse_ref,
+    version_number,
+)
+from nemo_runspec.artifacts.wandb_backend import WandbBackend
+from nemo_runspec.exceptions import ArtifactError, ArtifactPublishError
+
+__all__ = [
+    "Artifact",
+    "ArtifactRegistry",
+    "Backend",
+    "FsspecBackend",
+    "WandbBackend",
+    "get_registry",
+    "parse_ref",
+    "registry_for",
+    "registry_from_config",
+    "set_registry",
+]
+
+
+class ArtifactRegistry:
+    """Publish and resolve named, versioned artifacts.
+
+    >>> reg = ArtifactRegistry("/tmp/registry")                       # doctest: +SKIP
+    >>> art = reg.publish("nano3-pretrain-data-tiny", "out/", metadata={"tokens": 1})
+    >>> reg.resolve("nano3-pretrain-data-tiny:latest").path
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, backend: Backend | None = None) -> None:
+        if backend is None:
+            if root is None:
+                from nemo_runspec.paths import nemotron_home
+
+                root = str(nemotron_home() / "artifacts")
+            backend = FsspecBackend(root)
+        self.backend = backend
+
+    @property
+    def location(self) -> str:
+        return getattr(self.backend, "url", type(self.backend).__name__)
+
+    def publish(self, name: str, path: str | os.PathLike[str] | None, *,
+                metadata: Mapping[str, Any] | None = None,
+                aliases: Iterable[str] = ("latest",), copy: bool = False) -> Artifact:
+        """Register ``path`` as the next version of ``name`` (atomically).
+
+        ``copy=False`` (default) records the path by reference — right for large
+        datasets already on shared storage; ``copy=True`` copies the payload
+        into the registry first.
+        """
+        if not NAME_RE.match(name):
+            raise ArtifactPublishError(f"invalid artifact name {name!r}",
+                                       hint="letters, digits, '.', '_' and '-'")
+        aliases = list(aliases)
+        for alias in aliases:  # before anything is written: a bad alias registers nothing
+            if not ALIAS_RE.match(alias) or version_number(alias) is not None:
+                raise ArtifactPublishError(f"invalid alias {alias!r}", key=name,
+                                           hint="aliases start with a letter and are not version numbers")
+        src = None if path is None else str(path)
+        if src is not None and "://" not in src:
+            src = str(Path(src).resolve())
+            if not copy and not Path(src).exists():
+                raise ArtifactPublishError(f"nothing to publish: {src} does not exist", key=name)
+        return self.backend.publish(name, src, metadata=metadata or {}, aliases=aliases, copy=copy)
+
+    def resolve(self, ref: str) -> Artifact:
+        """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""
+        name, selector = parse_ref(ref)
+        return self.backend.get(name, selector)
+
+    def list(self) -> list[str]:
+        """Names of all artifacts with at least one version."""
+        return self.backend.names()
+
+    def versions(self, name: str) -> list[Artifact]:
+        """All versions of ``name``, oldest first."""
+        return self.backend.versions(name)
+
+    def set_alias(self, ref: str, alias: str) -> Artifact:
+        """Point ``alias`` at the version ``ref`` resolves to."""
+        art = self.resolve(ref)
+        self.backend.set_alias(art.name, alias, art.version)
+        return self.resolve(f"{art.name}:v{art.version}")
+
+
+_REGISTRY: ArtifactRegistry | None = None
+
+
+def registry_from_config(artifacts: Mapping[str, Any] | None, *,
+                         wandb: Mapping[str, Any] | None = None) -> ArtifactRegistry:
+    """Build a registry from an env.toml ``[artifacts]`` table (``backend``, ``root``)."""
+    artifacts = dict(artifacts or {})
+    backend = artifacts.get("backend", "file")
+    if backend == "wandb":
+        wandb = dict(wandb or {})
+        return ArtifactRegistry(backend=WandbBackend(
+            entity=artifacts.get("entity", wandb.get("entity")),
+            project=artifacts.get("project", wandb.get("project")),
+            download_root=artifacts.get("root"),
+        ))
+    if backend not in ("file", "fsspec"):
+        raise ArtifactError(f"unknown artifacts backend {backend!r}", key="artifacts.backend",
+                            hint=did_you_mean(str(backend), ["file", "fsspec", "wandb"], listing=True))
+    root = artifacts.get("root")
+    if root and "://" not in str(root):
+        root = str(Path(os.path.expanduser(str(root))).resolve())
+    return ArtifactRegistry(root)
+
+
+def registry_for(sections: Mapping[str, Mapping[str, Any]] | None) -> ArtifactRegistry:
+    """The registry a command uses: ``$NEMOTRON_ARTIFACTS_ROOT``, else env.toml's
+    ``[artifacts]`` (``sections`` as :func:`nemo_runspec.env.read_sections` returns
+    them), else ``$NEMOTRON_HOME/artifacts``."""
+    root = os.environ.get("NEMOTRON_ARTIFACTS_ROOT")
+    if root:
+        return ArtifactRegistry(root)
+    sections = sections or {}
+    return registry_from_config(sections.get("artifacts"), wandb=sections.get("wandb"))
+
+
+def get_registry() -> ArtifactRegistry:
+    """The process-wide registry.
+
+    Order: :func:`set_registry`, ``$NEMOTRON_ARTIFACTS_ROOT``, the ``[artifacts]``
+    section of the discovered env.toml, ``$NEMOTRON_HOME/artifacts``.
+    """
+    global _REGISTRY
+    if _REGISTRY is None:
+        if os.environ.get("NEMOTRON_ARTIFACTS_ROOT"):
+            _REGISTRY = registry_for(None)
+        else:
+            from nemo_runspec.env import find_env_file, load_env_file, read_sections
+
+            path = find_env_file()
+            _REGISTRY = registry_for(read_sections(load_env_file(path) if path else None))
+    return _REGISTRY
+
+
+def set_registry(registry: ArtifactRegistry | None) -> None:
+    """Install ``registry`` as the process-wide registry (``None`` resets)."""
+    global _REGISTRY
+    _REGISTRY = registry

@@ -1,0 +1,187 @@
+"""Rich display of a compiled job: the ``--dry-run`` output.
+
+Everything shown goes through :func:`nemo_runspec.secrets.redact` (plus every
+secret value :func:`~nemo_runspec.secrets.find_secret_values` finds in the job,
+so a token is masked wherever it is repeated). Showing a job has no side
+effects: nothing is written or submitted; a file-based artifact registry is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.secrets import find_secret_values, redact, redact_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.slurm.prepared import PreparedJob
+
+
+def _plain(cfg: Any) -> Any:
+    """A plain, unresolved container of ``cfg`` (DictConfig, dict or None)."""
+    if cfg is None:
+        return {}
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(cfg, resolve=False)
+    return cfg
+
+
+def to_yaml(data: Any) -> str:
+    """Block-style YAML of plain data, keys in their original order."""
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def dry_run_sections(
+    job_config: Any, train_config: Any, *, env_profile: Any = None
+) -> dict[str, Any]:
+    """The redacted content of a dry run, as plain data.
+
+    Keys: ``header`` (recipe, script, mode, profile, env_file, config, overrides,
+    passthrough), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
+    ``train_yaml``.
+    """
+    job = _plain(job_config)
+    train = _plain(train_config)
+    extra = find_secret_values(job, train, getattr(env_profile, "values", None) or {})
+    job_r = redact(job, extra_values=extra)
+    train_r = redact(train, extra_values=extra)
+    run = job_r.get("run", {}) if isinstance(job_r, Mapping) else {}
+    recipe = run.get("recipe") or {}
+    cli = run.get("cli") or {}
+    env = run.get("env") or {}
+    sources = run.get("env_sources") or {}
+    env_path = getattr(env_profile, "path", None)
+    header = {
+        "recipe": recipe.get("name"),
+        "script": recipe.get("script"),
+        "mode": run.get("mode"),
+        "profile": run.get("profile"),
+        "env_file": str(env_path) if env_path else None,
+        "config": cli.get("config"),
+        "overrides": list(cli.get("overrides") or []),
+        "passthrough": list(cli.get("passthrough") or []),
+    }
+    rows = [
+        (str(key), _short(value), str(sources.get(key, "")))
+        for key, value in (env.items() if isinstance(env, Mapping) else [])
+    ]
+    return {
+        "header": header,
+        "env": rows,
+        "job_yaml": redact_text(to_yaml(job_r), extra),
+        "train_yaml": redact_text(to_yaml(train_r), extra),
+    }
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value, sort_keys=True)
+    return "null" if value is None else str(value)
+
+
+def display_dry_run(
+    job_config: Any,
+    train_config: Any,
+    *,
+    env_profile: Any = None,
+    console: Console | None = None,
+    scripts: Mapping[str, str] | None = None,
+    commands: Sequence[str] | None = None,
+    artifacts: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Print what would run: header, ``run.env`` with provenance, job and train YAML,
+    then the exact sbatch script(s) (``scripts``: title -> text) or local command lines.
+
+    Args:
+        job_config: the compiled job config (train config + ``run:`` section).
+        train_config: the train config the script would receive.
+        env_profile: the selected ``EnvProfile`` (for the env file path and its
+            secret values), or None for local runs.
+        console: where to print (default: a new stdout console).
+    """
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    out = console or Console(highlight=False)
+    data = dry_run_sections(job_config, train_config, env_profile=env_profile)
+    head = data["header"]
+
+    summary = Table.grid(padding=(0, 2))
+    summary.add_column(style="bold cyan", no_wrap=True)
+    summary.add_column()
+    for label, key in (
+        ("recipe", "recipe"), ("script", "script"), ("mode", "mode"), ("profile", "profile"),
+        ("env file", "env_file"), ("config", "config"),
+    ):
+        value = head[key]
+        summary.add_row(label, "-" if value in (None, "") else str(value))
+    summary.add_row("overrides", " ".join(head["overrides"]) or "-")
+    summary.add_row("script args", " ".join(head["passthrough"]) or "-")
+    out.print(Panel(summary, title="Dry run: nothing submitted", title_align="left", border_style="yellow"))
+
+    env_table = Table(title="run.env (execution settings)", title_justify="left", expand=False)
+    env_table.add_column("key", style="bold")
+    env_table.add_column("value", overflow="fold")
+    env_table.add_column("source", style="dim", overflow="fold")
+    for key, value, source in data["env"]:
+        env_table.add_row(key, value, source)
+    if not data["env"]:
+        env_table.add_row("-", "-", "-")
+    out.print(env_table)
+
+    # soft_wrap: long values stay on one line, so the YAML can be copied as is.
+    out.print("[bold]Job config[/bold] (job.yaml)")
+    out.print(data["job_yaml"], markup=False, highlight=False, soft_wrap=True, end="")
+    out.print("[bold]Train config[/bold] (train.yaml, what the script receives)")
+    out.print(data["train_yaml"], markup=False, highlight=False, soft_wrap=True, end="")
+    if artifacts:
+        art_table = Table(title="Artifacts (${art:...} as of now)", title_justify="left", expand=False)
+        art_table.add_column("reference", style="bold")
+        art_table.add_column("resolves to", overflow="fold")
+        for a in artifacts:
+            if "path" in a:
+                art_table.add_row(str(a["ref"]), f"v{a['version']}  {a['path']}")
+            else:
+                art_table.add_row(str(a["ref"]), f"[red]{a.get('error')}[/red]" if a.get("error") else str(a.get("note")))
+        out.print(art_table)
+    for title, text in (scripts or {}).items():
+        # Byte-identical to what submission writes: printed raw, never re-wrapped.
+        out.print(f"[bold]{title}[/bold] (exact script that would be submitted)")
+        out.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")
+    for line in commands or ():
+        out.print("[bold]Local command[/bold]")
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
+                 console: Console | None = None) -> int:
+    """Print the dry run of a compiled job; returns 0 (the exit code of a dry run).
+
+    With ``slurm_job`` the exact sbatch script is rendered (offline,
+    :func:`~nemo_runspec.slurm.render_sbatch`); without it, the local command.
+    ``${art:...}`` references are shown with what they resolve to now.
+    """
+    from nemo_runspec.config.resolvers import describe_references
+
+    if slurm_job is None:
+        from nemo_runspec.execution.local import local_preview
+
+        scripts, commands = None, [local_preview(job.runspec, job.job_config, job.passthrough)]
+    else:
+        from nemo_runspec.slurm.render import render_sbatch
+
+        scripts, commands = {"sbatch script": render_sbatch(slurm_job)}, None
+    display_dry_run(job.job_config, job.train_config, env_profile=job.profile, console=console,
+                    scripts=scripts, commands=commands,
+                    artifacts=describe_references(job.job_config, registry=job.registry))
+    return 0

@@ -1,0 +1,94 @@
+"""RecipeTyper: a Typer app that registers recipe commands with rich help panels."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from nemo_runspec.cli.help import (
+    FastHelpCommand,
+    FastHelpGroup,
+    FastHelpMixin,
+    recipe_command_class,
+)
+from nemo_runspec.cli.meta import RecipeMeta
+
+__all__ = [
+    "RECIPE_CONTEXT_SETTINGS",
+    "FastHelpCommand",
+    "FastHelpGroup",
+    "FastHelpMixin",
+    "RecipeMeta",
+    "RecipeTyper",
+]
+
+#: Context settings every recipe command uses: unknown words (overrides, script
+#: arguments) are left in ``ctx.args`` and ``-h`` works like ``--help``.
+RECIPE_CONTEXT_SETTINGS: dict[str, Any] = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "help_option_names": ["-h", "--help"],
+}
+
+
+class RecipeTyper(typer.Typer):
+    """A :class:`typer.Typer` with :meth:`add_recipe_command`.
+
+    Recipe commands accept extra words (overrides and script arguments), take
+    ``-h``/``--help`` and render the recipe help panels from :mod:`nemo_runspec.cli.help`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", FastHelpGroup)
+        kwargs.setdefault("no_args_is_help", True)
+        kwargs.setdefault("add_completion", False)
+        kwargs.setdefault("context_settings", {"help_option_names": ["-h", "--help"]})
+        super().__init__(*args, **kwargs)
+
+    def add_recipe_command(
+        self,
+        func: Callable[..., Any],
+        *,
+        meta: RecipeMeta,
+        rich_help_panel: str | None = None,
+        name: str | None = None,
+    ) -> Callable[..., Any]:
+        """Register ``func`` (taking a ``typer.Context``) as a recipe command.
+
+        The command is named ``name`` or ``meta.command_name``; its help text is
+        ``meta.description`` (or the function docstring) plus the recipe panels.
+        """
+        help_text = meta.description or (func.__doc__ or "").strip()
+        return self.command(
+            name=name or meta.command_name,
+            cls=recipe_command_class(meta),
+            context_settings=dict(RECIPE_CONTEXT_SETTINGS),
+            help=help_text,
+            rich_help_panel=rich_help_panel,
+        )(func)
+
+    def add_failed_command(
+        self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None
+    ) -> None:
+        """Register a stub ``name`` for a command whose module failed to import.
+
+        Its help says ``failed to load: <error>``; invoking it exits 1 with that
+        message, so a broken command never silently disappears.
+        """
+        message = f"failed to load: {error}"
+
+        def failed(ctx: typer.Context) -> None:
+            from nemo_runspec.errors import ExecutionError
+
+            raise ExecutionError(f"'{ctx.command_path}' {message}")
+
+        failed.__doc__ = message
+        self.command(
+            name=name,
+            help=message,
+            cls=FastHelpCommand,
+            context_settings=dict(RECIPE_CONTEXT_SETTINGS),
+            rich_help_panel=rich_help_panel,
+        )(failed)

@@ -1,0 +1,308 @@
+"""The job config: train config + a ``run:`` section with execution settings and provenance.
+
+``run.env`` is merged from four layers, later wins (one documented precedence)::
+
+    runspec resources  <  recipe YAML run.env  <  env.toml profile  <  command line
+
+- runspec: ``resources.nodes``, ``resources.gpus_per_node`` and ``image`` (as
+  ``container_image``), labelled ``runspec <script>``;
+  (file paths in labels are relative to the current directory when below it)
+- recipe YAML: the config's own ``run.env`` (labelled ``config <file>``, the
+  file of the ``defaults:`` chain that set the key);
+- env.toml: ``env_profile.values`` (labelled with ``str(env_profile.sources[key])``,
+  e.g. ``env.toml:12 [dev]``);
+- command line: ``run.env.KEY=v`` overrides from ``ctx.overrides`` (``command line``).
+
+Mapping values (``env_vars``) are merged key by key; other values are replaced.
+``run.env_sources`` maps every top-level key, and every key nested in a mapping
+value (``env_vars.HF_HOME``), to the label of the layer that set it last.
+
+Secrets stay in clear in the returned object (the executor needs them); only
+:func:`nemo_runspec.config.jobdir.save_configs` writes, and it redacts.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from nemo_runspec.config.provenance import collect_provenance
+from nemo_runspec.env.resources import drop_shadowed_alias
+from nemo_runspec.env.validation import validate_run_env
+from nemo_runspec.errors import ConfigError
+from nemo_runspec.secrets import is_reference, is_secret_name
+
+CLI_LABEL = "command line"
+# Bookkeeping only the launcher reads; extract_train_config drops these.
+LAUNCHER_ONLY_KEYS = ("env_sources", "provenance", "cli", "dry_run")
+
+
+def _plain(value: Any) -> Any:
+    """Make ``value`` storable in OmegaConf (Paths and tuples from env.toml models)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _drop_sources(sources: dict[str, str], path: str) -> None:
+    for k in [k for k in sources if k == path or k.startswith(path + ".")]:
+        del sources[k]
+
+
+def _label_leaves(sources: dict[str, str], value: Any, path: str, label: str) -> None:
+    sources[path] = label
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _label_leaves(sources, v, f"{path}.{k}", label)
+
+
+def _merge_layer(
+    env: dict[str, Any],
+    sources: dict[str, str],
+    layer: Mapping[str, Any],
+    label: Callable[[str], str],
+    prefix: str = "",
+) -> None:
+    """Merge ``layer`` into ``env`` (mappings key by key), recording labels."""
+    for k, v in layer.items():
+        k = str(k)
+        path = f"{prefix}{k}"
+        v = _plain(v)
+        if isinstance(v, dict) and isinstance(env.get(k), dict):
+            sources[path] = label(path)
+            _merge_layer(env[k], sources, v, label, prefix=f"{path}.")
+        else:
+            env[k] = copy.deepcopy(v)
+            _drop_sources(sources, path)
+            _label_leaves(sources, v, path, label(path))
+
+
+def _cli_env_ops(overrides: list[str]) -> list[Any]:
+    """The overrides that touch ``run.env`` (parsed)."""
+    from nemo_runspec.config.overrides import parse_override
+
+    ops = []
+    for raw in overrides:
+        ov = parse_override(raw)
+        if ov.path[:2] == ("run", "env") or ov.path == ("run",):
+            ops.append(ov)
+    return ops
+
+
+def _apply_cli(env: dict[str, Any], sources: dict[str, str], ops: list[Any]) -> dict[str, Any]:
+    for ov in ops:
+        if len(ov.path) <= 2:  # the whole run.env (or run) replaced or deleted
+            value = ov.value
+            if len(ov.path) == 1 and ov.op != "delete":
+                if not (isinstance(value, dict) and "env" in value):
+                    continue  # run={...} without env leaves the execution settings alone
+                value = value["env"]
+            env = {}
+            sources.clear()
+            if ov.op != "delete" and isinstance(value, dict):
+                _merge_layer(env, sources, value, lambda _p: CLI_LABEL)
+            continue
+        rel = ov.path[2:]
+        node = env
+        for seg in rel[:-1]:
+            if not isinstance(node.get(seg), dict):
+                if ov.op == "delete":
+                    node = None
+                    break
+                node[seg] = {}
+            node = node[seg]
+        dotted = ".".join(rel)
+        if ov.op == "delete":
+            if node is not None and rel[-1] in node:
+                del node[rel[-1]]
+            _drop_sources(sources, dotted)
+            continue
+        node[rel[-1]] = _plain(copy.deepcopy(ov.value))
+        _drop_sources(sources, dotted)
+        for i in range(1, len(rel)):
+            sources[".".join(rel[:i])] = CLI_LABEL
+        _label_leaves(sources, node[rel[-1]], dotted, CLI_LABEL)
+    return env
+
+
+def _show(p: str | os.PathLike[str]) -> str:
+    """``p`` relative to the current directory when below it, else as is."""
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(p)
+
+
+def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
+    from nemo_runspec.config.loader import config_info
+
+    info = config_info(train_config)
+    if info is None:
+        name = getattr(ctx, "config", None) or "recipe config"
+        return lambda _path: f"config {name}"
+
+    def label(path: str) -> str:
+        top = path.split(".", 1)[0]
+        return f"config {_show(info.env_files.get(top, info.path))}"
+
+    return label
+
+
+def _profile_label(env_profile: Any) -> Callable[[str], str]:
+    sources = dict(getattr(env_profile, "sources", None) or {})
+    default = f"env.toml [{getattr(env_profile, 'name', '?')}]"
+
+    def label(path: str) -> str:
+        src = sources.get(path) or sources.get(path.split(".", 1)[0])
+        return str(src) if src is not None else default
+
+    return label
+
+
+def build_job_config(
+    train_config: DictConfig,
+    ctx: Any,
+    recipe_name: str,
+    script_path: str | os.PathLike[str],
+    argv: list[str] | None = None,
+    *,
+    env_profile: Any = None,
+    runspec: Any = None,
+) -> DictConfig:
+    """Return ``train_config`` plus the ``run:`` section of a job (see module docstring).
+
+    ``run`` keeps every key the recipe YAML had (``run.data`` ...) and adds
+    ``mode, profile, dry_run, recipe{name, script}, env, env_sources,
+    cli{argv, config, overrides, passthrough}, provenance``. ``ctx`` is the
+    :class:`~nemo_runspec.cli.context.GlobalContext` whose overrides were
+    already applied to ``train_config`` by ``parse_config``.
+    """
+    from nemo_runspec.config.loader import config_info
+
+    data = OmegaConf.to_container(train_config, resolve=False)
+    assert isinstance(data, dict)
+    run = data.get("run")
+    if run is None:
+        run = {}
+    if not isinstance(run, dict):
+        raise ConfigError(f"'run' must be a mapping, not a {type(run).__name__}", key="run")
+    yaml_env = run.get("env") or {}
+    if not isinstance(yaml_env, dict):
+        raise ConfigError(f"'run.env' must be a mapping, not a {type(yaml_env).__name__}", key="run.env")
+
+    script = Path(script_path).expanduser().resolve()
+    env: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if runspec is not None:
+        resources = getattr(runspec, "resources", None)
+        layer: dict[str, Any] = {}
+        for key in ("nodes", "gpus_per_node"):
+            value = getattr(resources, key, None)
+            if value is not None:
+                layer[key] = value
+        if getattr(runspec, "image", None):
+            layer["container_image"] = runspec.image
+        spec_script = _show(getattr(runspec, "script_path", None) or script)
+        _merge_layer(env, sources, layer, lambda _p: f"runspec {spec_script}")
+    _merge_layer(env, sources, yaml_env, _config_label(train_config, ctx))
+    if env_profile is not None:
+        values = dict(getattr(env_profile, "values", None) or {})
+        values.pop("extends", None)  # how the profile was assembled, not a setting
+        _merge_layer(env, sources, values, _profile_label(env_profile))
+    overrides = list(getattr(ctx, "overrides", None) or [])
+    env = _apply_cli(env, sources, _cli_env_ops(overrides))
+    drop_shadowed_alias(env, sources, winner=CLI_LABEL)
+
+    validate_run_env(env, sources)
+
+    info = config_info(train_config)
+    profile = getattr(ctx, "profile", None)
+    if profile is None and env_profile is not None:
+        profile = getattr(env_profile, "name", None)
+    run.update(
+        mode=getattr(ctx, "mode", "local"),
+        profile=profile,
+        dry_run=bool(getattr(ctx, "dry_run", False)),
+        recipe={"name": recipe_name, "script": str(script)},
+        env=env,
+        env_sources=dict(sorted(sources.items())),
+        cli={
+            "argv": list(argv if argv is not None else getattr(ctx, "argv", None) or []),
+            "config": info.name if info is not None else getattr(ctx, "config", None),
+            "overrides": overrides,
+            "passthrough": list(getattr(ctx, "passthrough", None) or []),
+        },
+        provenance=collect_provenance(script),
+    )
+    data["run"] = run
+    return OmegaConf.create(data)
+
+
+def _strip_secrets(obj: Any, path: str = "", dropped: list[str] | None = None) -> Any:
+    """Drop secret-named entries holding literal values (references like ``${oc.env:X}`` stay).
+
+    The dotted paths of what was dropped are appended to ``dropped``.
+    """
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            where = f"{path}.{k}" if path else str(k)
+            if (
+                isinstance(k, str)
+                and is_secret_name(k)
+                and not isinstance(v, (dict, list))
+                and v not in (None, "")
+                and not is_reference(v)
+            ):
+                if dropped is not None:
+                    dropped.append(where)
+                continue
+            out[k] = _strip_secrets(v, where, dropped)
+        return out
+    if isinstance(obj, list):
+        return [_strip_secrets(v, f"{path}[{i}]", dropped) for i, v in enumerate(obj)]
+    return obj
+
+
+def extract_train_config(job_config: DictConfig, *, for_remote: bool = False) -> DictConfig:
+    """The config the training script reads, from a job config.
+
+    Drops the launcher-only bookkeeping ``run.env_sources``, ``run.provenance``,
+    ``run.cli`` and ``run.dry_run``. Keeps every other key, including the
+    ``run`` keys a recipe reads (``run.data`` artifact refs, ``run.env`` with
+    the merged execution settings, ``run.mode``, ``run.profile``,
+    ``run.recipe``). With ``for_remote=True`` (the file is shipped to the
+    cluster) secret-named entries holding literal values are removed
+    everywhere, so a script never reads a redacted placeholder as a credential;
+    secrets reach the job as environment variables through the executor.
+    References such as ``${oc.env:HF_TOKEN}`` are kept. Interpolations are not
+    resolved.
+    """
+    data = OmegaConf.to_container(job_config, resolve=False)
+    assert isinstance(data, dict)
+    run = data.get("run")
+    if isinstance(run, dict):
+        for key in LAUNCHER_ONLY_KEYS:
+            run.pop(key, None)
+        if not run:
+            del data["run"]
+    if for_remote:
+        dropped: list[str] = []
+        data = _strip_secrets(data, dropped=dropped)
+        for where in dropped:
+            if not where.startswith("run.env."):  # profile env_vars reach the job as env vars
+                import sys
+
+                print(f"warning: {where} looks like a secret, so it is not written to train.yaml; "
+                      "give it to the job as an environment variable (profile env_vars, or the "
+                      "shell for local runs) and read it there", file=sys.stderr)
+    return OmegaConf.create(data)

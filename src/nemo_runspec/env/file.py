@@ -1,0 +1,159 @@
+"""An env.toml file as parsed: profiles and special sections, with the line of every key.
+
+Also the ``${oc.env:VAR}`` / ``${oc.env:VAR,default}`` interpolation applied to
+profile and section values when they are loaded. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec._toml_lines import line_map
+from nemo_runspec.env.discovery import CREATE_HINT
+from nemo_runspec.errors import EnvFileError
+
+RESERVED_SECTIONS = ("wandb", "cli", "cache", "artifacts")
+
+
+@dataclass
+class EnvFile:
+    """A parsed env.toml.
+
+    ``profiles`` maps profile name to its raw table (as written, before
+    ``extends`` and interpolation); ``sections`` always has the four special
+    sections (``{}`` when absent); ``lines`` maps key paths such as
+    ``("dev", "env_vars", "HF_HOME")`` to the 1-based line that set them.
+    """
+
+    path: Path
+    profiles: dict[str, dict[str, Any]]
+    sections: dict[str, dict[str, Any]]
+    lines: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
+
+    def line_of(self, *keys: str) -> int | None:
+        """Line of the key path ``keys`` (or of its closest enclosing table)."""
+        path = tuple(keys)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+
+_TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
+
+
+def load_env_file(path: str | os.PathLike[str]) -> EnvFile:
+    """Read and parse an env.toml (profiles are validated when they are loaded).
+
+    TOML syntax errors, non-table top-level entries and unreadable files are
+    :class:`EnvFileError` with the path and line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
+    except UnicodeDecodeError as exc:
+        raise EnvFileError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except OSError as exc:
+        raise EnvFileError(f"cannot read env file: {exc.strerror or exc}", path=path) from None
+    text = text.removeprefix("\ufeff")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        line = None
+        m = _TOML_POS.search(msg)
+        if m:
+            line = int(m.group(1))
+            msg = msg[: m.start()] + f" (column {m.group(2)})"
+        elif _TOML_END.search(msg):
+            line = text.count("\n") + 1
+            msg = _TOML_END.sub(" (at end of file)", msg)
+        raise EnvFileError(f"invalid TOML: {msg}", path=path, line=line) from None
+    lines = line_map(text)
+    profiles: dict[str, dict[str, Any]] = {}
+    sections: dict[str, dict[str, Any]] = {name: {} for name in RESERVED_SECTIONS}
+    for name, value in data.items():
+        line = lines.get((name,))
+        if not isinstance(value, dict):
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                problem = f"[[{name}]] is an array of tables; a profile is a single [{name}] table"
+            else:
+                problem = (
+                    f"key {name!r} is outside any table; env.toml holds only [profile] tables "
+                    f"and the sections {', '.join(f'[{s}]' for s in RESERVED_SECTIONS)}"
+                )
+            raise EnvFileError(problem, path=path, line=line, key=name)
+        if name in RESERVED_SECTIONS:
+            sections[name] = value
+        else:
+            profiles[name] = value
+    return EnvFile(path=path, profiles=profiles, sections=sections, lines=lines)
+
+
+# --------------------------------------------------------------------------- #
+# ${oc.env:VAR} / ${oc.env:VAR,default} interpolation
+# --------------------------------------------------------------------------- #
+
+# Only this pattern is ours; every other `$...` (shell `$HOME`, `${HOME}`,
+# `$(hostname)`) is left for the shell on the cluster. `\${oc.env:X}` keeps
+# the text literally (minus the backslash).
+_OC_ENV = re.compile(r"(\\)?\$\{oc\.env:([^,}]*)(?:,([^}]*))?\}")
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def interpolate(
+    value: Any, keypath: tuple[str, ...], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
+) -> Any:
+    """Resolve ``${oc.env:...}`` inside every string of ``value`` (nested)."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, (*keypath, k), where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, keypath, where) for v in value]
+    if not isinstance(value, str) or "${oc.env:" not in value:
+        return value
+
+    def repl(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(0)[1:]
+        var = m.group(2).strip()
+        path, line = where(keypath)
+        dotted = ".".join(keypath)
+        if not var:
+            raise EnvFileError(
+                f"key {dotted!r}: ${{oc.env:}} needs an environment variable name",
+                path=path, line=line, key=dotted,
+            )
+        if var in os.environ:
+            return os.environ[var]
+        if m.group(3) is not None:
+            return _unquote(m.group(3))
+        raise EnvFileError(
+            f"key {dotted!r}: environment variable {var} is not set",
+            path=path,
+            line=line,
+            key=dotted,
+            hint=f"export {var}=..., or give a default: ${{oc.env:{var},DEFAULT}}",
+        )
+
+    return _OC_ENV.sub(repl, value)
+
+
+def where_in(ef: EnvFile, table: str) -> Callable[[tuple[str, ...]], tuple[str, int | None]]:
+    """``keypath -> (file, line)`` for keys of ``[table]`` (a profile or a special section)."""
+    return lambda keypath: (str(ef.path), ef.line_of(table, *keypath))

@@ -1,0 +1,277 @@
+"""A resolved execution profile: ``extends`` followed, tables merged, values validated.
+
+Each value remembers where it was set (:class:`Source`), so ``nemotron env
+show`` and job provenance can cite ``env.toml:12 [dev]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.env.discovery import ENV_FILE_VAR, find_env_file, not_found_error
+from nemo_runspec.env.file import RESERVED_SECTIONS, EnvFile, interpolate, load_env_file, where_in
+from nemo_runspec.env.resources import fold_profile_alias
+from nemo_runspec.env.sections import read_sections
+from nemo_runspec.env.validation import toml_type, validate_complete, validate_layer
+from nemo_runspec.errors import EnvFileError
+from nemo_runspec.secrets import find_secret_values, redact
+
+
+def _display_path(path: str | os.PathLike[str] | None) -> str | None:
+    if path is None:
+        return None
+    p = Path(path)
+    try:
+        rel = p.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return str(p)
+    return str(rel)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a resolved value was set: profile, file and line."""
+
+    profile: str | None
+    path: str | None
+    line: int | None
+
+    @property
+    def label(self) -> str:
+        """Human label such as ``env.toml:12 [dev]`` (path relative to cwd when inside it)."""
+        where = _display_path(self.path) or "<default>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.profile is not None:
+            where += f" [{self.profile}]"
+        return where
+
+    def __str__(self) -> str:
+        return self.label
+
+
+_MISSING: Any = object()
+
+
+@dataclass
+class EnvProfile:
+    """A resolved execution profile.
+
+    ``values`` holds only keys set in env.toml (after ``extends`` merging and
+    ``${oc.env:...}`` resolution), never defaults; :meth:`get` falls back to
+    the documented defaults. ``sources`` maps each key (and each nested key of a
+    table, dotted: ``env_vars.HF_HOME``) to the :class:`Source` that set it.
+    ``chain`` lists the profile and its ancestors, child first.
+    """
+
+    name: str
+    path: Path | None
+    chain: list[str]
+    values: dict[str, Any]
+    sources: dict[str, Source]
+
+    @property
+    def executor(self) -> str:
+        """``local`` or ``slurm``."""
+        return self.get("executor")
+
+    @property
+    def description(self) -> str | None:
+        """The profile's ``description``, if any."""
+        return self.values.get("description")
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        """The value of ``key``: set value, else ``default`` if given, else its documented default."""
+        if key in self.values:
+            return self.values[key]
+        if default is not _MISSING:
+            return default
+        return profile_defaults().get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def partition_for(self, mode: str) -> str | None:
+        """Partition for ``mode`` (see :func:`partition_for`)."""
+        return partition_for(self.values, mode)
+
+    def redacted_values(self) -> dict[str, Any]:
+        """``values`` with secret-looking entries (and their values anywhere) redacted."""
+        return redact(self.values, extra_values=find_secret_values(self.values))
+
+    def to_dict(self, *, redacted: bool = False) -> dict[str, Any]:
+        """Plain-data form: name, path, chain, values, sources (labels)."""
+        return {
+            "name": self.name,
+            "path": str(self.path) if self.path is not None else None,
+            "chain": list(self.chain),
+            "values": self.redacted_values() if redacted else copy.deepcopy(self.values),
+            "sources": {k: s.label for k, s in self.sources.items()},
+        }
+
+
+def partition_for(values: Mapping[str, Any], mode: str) -> str | None:
+    """``run_partition`` for ``--run``, ``batch_partition`` for ``--batch``, else ``partition``."""
+    specific = {"run": "run_partition", "batch": "batch_partition"}.get(mode)
+    if specific and values.get(specific):
+        return values[specific]
+    return values.get("partition")
+
+
+def profile_defaults() -> dict[str, Any]:
+    """Documented defaults of profile keys (applied by :meth:`EnvProfile.get`)."""
+    from nemo_runspec.env.model import PROFILE_DEFAULTS
+
+    return dict(PROFILE_DEFAULTS)
+
+
+def _coerce_env_file(env_file: str | os.PathLike[str] | EnvFile | None, profile: str | None) -> EnvFile:
+    if isinstance(env_file, EnvFile):
+        return env_file
+    if env_file is None:
+        found = find_env_file()
+        if found is None:
+            raise not_found_error(profile)
+        return load_env_file(found)
+    return load_env_file(env_file)
+
+
+def _profile_names_error(ef: EnvFile, name: str) -> EnvFileError:
+    if name in RESERVED_SECTIONS:
+        return EnvFileError(
+            f"[{name}] is a special section, not an execution profile",
+            path=ef.path,
+            line=ef.line_of(name),
+            hint=did_you_mean(name, ef.profiles, listing=True) if ef.profiles else "the file defines no profiles",
+        )
+    if not ef.profiles:
+        return EnvFileError(f"unknown profile {name!r}: the file defines no profiles", path=ef.path)
+    return EnvFileError(
+        f"unknown profile {name!r}",
+        path=ef.path,
+        hint=did_you_mean(name, ef.profiles, listing=True),
+    )
+
+
+def _resolve_chain(ef: EnvFile, name: str) -> list[str]:
+    if name not in ef.profiles:
+        raise _profile_names_error(ef, name)
+    chain = [name]
+    current = name
+    while True:
+        parent = ef.profiles[current].get("extends")
+        if parent is None:
+            return chain
+        line = ef.line_of(current, "extends")
+        if not isinstance(parent, str):
+            raise EnvFileError(
+                f"key 'extends' in [{current}] must be a string (a profile name), "
+                f"got {toml_type(parent)} {parent!r}",
+                path=ef.path, line=line, key="extends",
+            )
+        if parent in RESERVED_SECTIONS:
+            raise EnvFileError(
+                f"[{current}] extends [{parent}], which is a special section, not a profile",
+                path=ef.path, line=line, key="extends",
+                hint=did_you_mean(parent, ef.profiles, listing=True),
+            )
+        if parent not in ef.profiles:
+            raise EnvFileError(
+                f"[{current}] extends unknown profile {parent!r}",
+                path=ef.path, line=line, key="extends",
+                hint=did_you_mean(parent, ef.profiles, listing=True),
+            )
+        if parent in chain:
+            raise EnvFileError(
+                "extends cycle: " + " -> ".join([*chain, parent]),
+                path=ef.path, line=line, key="extends",
+            )
+        chain.append(parent)
+        current = parent
+
+
+def _merge(
+    dst: dict[str, Any],
+    src: Mapping[str, Any],
+    prefix: tuple[str, ...],
+    profile: str,
+    owners: dict[tuple[str, ...], str],
+) -> None:
+    """Deep-merge ``src`` into ``dst`` (tables key by key, lists replaced)."""
+    for key, value in src.items():
+        path = (*prefix, key)
+        owners[path] = profile
+        if isinstance(value, dict) and isinstance(dst.get(key), dict):
+            _merge(dst[key], value, path, profile, owners)
+        else:
+            # Drop owners of nested keys that this value replaces.
+            for stale in [p for p in owners if p[: len(path)] == path and len(p) > len(path)]:
+                del owners[stale]
+            dst[key] = copy.deepcopy(value)
+            if isinstance(value, dict):
+                _mark(value, path, profile, owners)
+
+
+def _mark(value: Mapping[str, Any], prefix: tuple[str, ...], profile: str, owners: dict) -> None:
+    for key, sub in value.items():
+        owners[(*prefix, key)] = profile
+        if isinstance(sub, dict):
+            _mark(sub, (*prefix, key), profile, owners)
+
+
+def load_env_profile(
+    name: str, env_file: str | os.PathLike[str] | EnvFile | None = None
+) -> EnvProfile:
+    """Resolve profile ``name``: follow ``extends``, merge, interpolate, validate.
+
+    ``env_file`` is a path, an already loaded :class:`EnvFile`, or None to
+    discover one with :func:`find_env_file`.
+    """
+    ef = _coerce_env_file(env_file, name)
+    chain = _resolve_chain(ef, name)
+    layers: dict[str, dict[str, Any]] = {}
+    for prof in chain:
+        layer = interpolate(ef.profiles[prof], (), where_in(ef, prof))
+        validate_layer(layer, ef, prof)
+        layers[prof] = fold_profile_alias(
+            layer, profile=prof, path=ef.path, line=ef.line_of(prof, "nproc_per_node"))
+    merged: dict[str, Any] = {}
+    owners: dict[tuple[str, ...], str] = {}
+    for prof in reversed(chain):
+        _merge(merged, layers[prof], (), prof, owners)
+    sources = {
+        ".".join(path): Source(prof, str(ef.path), ef.line_of(prof, *path))
+        for path, prof in sorted(owners.items())
+    }
+    validate_complete(merged, ef, name, sources)
+    return EnvProfile(name=name, path=ef.path, chain=chain, values=merged, sources=sources)
+
+
+def parse_env(ctx: Any) -> EnvProfile | None:
+    """The profile selected on the command line, or None in local mode.
+
+    ``ctx`` is a :class:`~nemo_runspec.cli.context.GlobalContext` (anything with
+    ``.profile`` and ``.env_file``). A profile without any env.toml to read is an
+    error saying where we looked and how to create one.
+    """
+    name = getattr(ctx, "profile", None)
+    explicit = getattr(ctx, "env_file", None)
+    if name is None:
+        if explicit or os.environ.get(ENV_FILE_VAR):
+            find_env_file(explicit)  # a missing named env file is an error even in local mode
+        return None
+    path = find_env_file(explicit)
+    if path is None:
+        raise not_found_error(name)
+    ef = load_env_file(path)  # read once for the profile and the special sections
+    profile = load_env_profile(name, ef)
+    # The special sections matter to this job too (W&B, artifact root, caches):
+    # a typo there must fail now, not only under `nemotron env list`.
+    read_sections(ef)
+    return profile

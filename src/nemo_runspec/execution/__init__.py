@@ -1,0 +1,80 @@
+"""Execution helpers: the job's environment, the nemo-run executor, local runs.
+
+=========================  ================================================
+module                     holds
+=========================  ================================================
+``execution.settings``     reading ``run.env``: launch, image, nodes and GPUs
+``execution.env_vars``     :func:`build_env_vars` (plain vs secrets), W&B, HF
+``execution.executor``     :func:`create_executor` (nemo-run ``SlurmExecutor``)
+``execution.local``        :func:`execute_local`, :func:`run_local`
+``execution.tunnels``      local and SSH tunnels, the job base dir
+``execution.secret_file``  the 0600 secrets file and the line that sources it
+``execution.ray``          our Ray-on-Slurm template and its knobs
+=========================  ================================================
+
+These are utilities, not a framework: a recipe command calls them in the open
+(see ``docs/dev/architecture.md``). Nothing here imports nemo_run, ray or
+torch at module level.
+"""
+
+from __future__ import annotations
+
+from nemo_runspec.execution.env_vars import (
+    artifacts_root_for_job,
+    build_env_vars,
+    code_env,
+    wandb_settings,
+)
+from nemo_runspec.execution.executor import (
+    DEFAULT_JOB_NAME_PREFIX,
+    DEFAULT_TIME,
+    create_executor,
+    get_startup_commands,
+    per_node_setup,
+    shell_value,
+)
+from nemo_runspec.execution.local import (
+    execute_local,
+    local_command,
+    local_nproc,
+    local_preview,
+    run_local,
+    visible_gpus,
+)
+from nemo_runspec.execution.settings import (
+    bare_metal_env,
+    bare_metal_python,
+    container_image,
+    job_env,
+    job_slug,
+    launch_of,
+    profile_values,
+    resolve_resources,
+)
+
+__all__ = [
+    "DEFAULT_JOB_NAME_PREFIX",
+    "DEFAULT_TIME",
+    "artifacts_root_for_job",
+    "bare_metal_env",
+    "bare_metal_python",
+    "build_env_vars",
+    "code_env",
+    "container_image",
+    "create_executor",
+    "execute_local",
+    "get_startup_commands",
+    "job_env",
+    "job_slug",
+    "launch_of",
+    "local_command",
+    "local_nproc",
+    "local_preview",
+    "per_node_setup",
+    "profile_values",
+    "resolve_resources",
+    "run_local",
+    "shell_value",
+    "visible_gpus",
+    "wandb_settings",
+]

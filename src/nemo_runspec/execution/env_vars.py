@@ -1,0 +1,162 @@
+"""The environment a job gets: runspec ``env``, profile ``env_vars``, W&B and Hugging Face.
+
+:func:`build_env_vars` splits it into plain variables (exported by the batch
+script) and secrets (delivered through the 0600 secrets file,
+:mod:`nemo_runspec.execution.secret_file`), by the one rule of
+:mod:`nemo_runspec.secrets`. Nothing here contacts W&B or the Hub.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from nemo_runspec.execution.settings import launch_of, lookup, profile_values
+from nemo_runspec.secrets import is_secret_name
+
+
+def _wandb_enabled(job_config: Any) -> bool:
+    wandb = lookup(job_config, "wandb")
+    if wandb is None:
+        wandb = lookup(job_config, "run", "wandb")
+    if wandb is False:
+        return False
+    if wandb is None:
+        # Megatron-Bridge configs turn W&B on by naming a project in `logger`.
+        return bool(lookup(job_config, "logger", "wandb_project"))
+    if isinstance(wandb, bool):
+        return wandb
+    enabled = lookup(wandb, "enabled")
+    if enabled is not None:
+        return bool(enabled)
+    return bool(lookup(wandb, "project"))
+
+
+def _discovered_wandb_section() -> dict[str, Any]:
+    try:
+        from nemo_runspec.env import get_wandb_config
+
+        return get_wandb_config()
+    except Exception:  # noqa: BLE001 - reported where profiles are loaded
+        return {}
+
+
+def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME``... for a job that logs to W&B.
+
+    Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
+    Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
+    then env.toml ``[wandb]`` (``project``, ``entity``); ``[wandb]`` ``mode``,
+    ``group`` and ``tags`` become ``WANDB_MODE``/``WANDB_RUN_GROUP``/``WANDB_TAGS``.
+    W&B is on only when the job config turns it on (``logger.wandb_project`` or a
+    ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
+    The result also holds ``api_key_env``: the name of the variable holding the
+    API key (default ``WANDB_API_KEY``). ``wandb_section`` is the ``[wandb]``
+    table of the command's env.toml (discovered when None). Never contacts W&B.
+    """
+    section = dict(_discovered_wandb_section() if wandb_section is None else wandb_section)
+    wandb = lookup(job_config, "wandb") or lookup(job_config, "run", "wandb")
+    wandb = wandb if not isinstance(wandb, bool) else None
+    out: dict[str, str] = {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
+    for var, keys in (("WANDB_PROJECT", (("wandb", "project"), ("logger", "wandb_project"), ("[wandb]", "project"))),
+                      ("WANDB_ENTITY", (("wandb", "entity"), ("logger", "wandb_entity"), ("[wandb]", "entity"))),
+                      ("WANDB_NAME", (("wandb", "name"), ("logger", "wandb_exp_name")))):
+        for where, key in keys:
+            if where == "wandb":
+                value = lookup(wandb, key) if wandb is not None else None
+            elif where == "[wandb]":
+                value = section.get(key)
+            else:
+                value = lookup(job_config, where, key)
+            if value not in (None, ""):
+                out[var] = str(value)
+                break
+    for var, key in (("WANDB_MODE", "mode"), ("WANDB_RUN_GROUP", "group")):
+        if section.get(key) not in (None, ""):
+            out[var] = str(section[key])
+    if section.get("tags"):
+        tags = section["tags"]
+        out["WANDB_TAGS"] = ",".join(tags) if isinstance(tags, (list, tuple)) else str(tags)
+    return out
+
+
+def _needs_hf(job_config: Any, merged: Mapping[str, str]) -> bool:
+    text = repr(job_config)
+    return "hf://" in text or "huggingface" in text.lower() or "HF_HOME" in merged
+
+
+def build_env_vars(
+    job_config: Any, env: Any, *, runspec: Any = None, environ: Mapping[str, str] | None = None,
+    wandb_section: Mapping[str, Any] | None = None, registry: Any = None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Environment of the job, split into ``(plain, secrets)``.
+
+    Merge order (later wins): runspec ``env`` < profile ``env_vars``. W&B settings
+    (``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_NAME``) are added only when the
+    job config enables wandb; ``WANDB_API_KEY`` is forwarded from the user's
+    environment only then. ``HF_TOKEN`` is forwarded from the user's environment
+    when it is set and the job refers to Hugging Face (an ``hf://`` path, a
+    ``huggingface`` name, or ``HF_HOME`` in the env). ``NEMOTRON_ARTIFACTS_ROOT``
+    hands the job the artifact registry's root (:func:`artifacts_root_for_job`).
+    No network call is made. Every entry whose name looks secret
+    (:func:`~nemo_runspec.secrets.is_secret_name`) goes to ``secrets``.
+
+    ``wandb_section`` and ``registry`` come from the command's env.toml; when
+    None they are discovered.
+    """
+    environ = os.environ if environ is None else environ
+    values = profile_values(env)
+    merged: dict[str, str] = {}
+    root = artifacts_root_for_job(registry)
+    if root:
+        merged["NEMOTRON_ARTIFACTS_ROOT"] = root
+    if runspec is not None:
+        merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
+    merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
+    if launch_of(runspec) == "torchrun":
+        # torchrun's agent logs every rendezvous step at INFO (nemo-run's default),
+        # which buries the job's own output in --run; env_vars.LOGLEVEL restores it.
+        merged.setdefault("LOGLEVEL", "WARNING")
+
+    if _wandb_enabled(job_config):
+        settings = wandb_settings(job_config, wandb_section)
+        key_var = settings.pop("api_key_env")
+        for var, value in settings.items():
+            merged.setdefault(var, value)
+        if environ.get(key_var) and "WANDB_API_KEY" not in merged:
+            merged["WANDB_API_KEY"] = environ[key_var]
+    if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
+        merged["HF_TOKEN"] = environ["HF_TOKEN"]
+
+    plain = {k: v for k, v in merged.items() if not is_secret_name(k)}
+    secrets = {k: v for k, v in merged.items() if is_secret_name(k)}
+    return plain, secrets
+
+
+def artifacts_root_for_job(registry: Any = None) -> str | None:
+    """The artifact registry root the job must use (``NEMOTRON_ARTIFACTS_ROOT``).
+
+    The job cannot see the submitter's env.toml, so the root resolved here
+    (``$NEMOTRON_ARTIFACTS_ROOT``, env.toml ``[artifacts]``, ``$NEMOTRON_HOME/artifacts``)
+    is handed over. None for the W&B backend (it needs no root). ``registry``
+    defaults to the process-wide one.
+    """
+    from nemo_runspec.artifacts.registry import FsspecBackend, get_registry
+
+    backend = (registry or get_registry()).backend
+    return backend.url if isinstance(backend, FsspecBackend) else None
+
+
+def code_env(plan: Any) -> dict[str, str]:
+    """Env vars that make the job import the *packaged* code, not an installed copy.
+
+    With a ``src/`` layout in the archive, ``/nemo_run/code/src`` goes first on
+    ``PYTHONPATH`` (nemo-run maps ``/nemo_run`` to the job dir without a
+    container); otherwise an editable install on a shared filesystem would
+    silently run the submitter's live tree instead of the snapshot.
+    """
+    script = str(getattr(plan, "script", "") or "")
+    if getattr(plan, "kind", None) in ("git", "code", "hybrid", "pattern") and script.startswith("src/"):
+        return {"PYTHONPATH": "/nemo_run/code/src:${PYTHONPATH:-}"}
+    return {}

@@ -1,0 +1,196 @@
+"""Build the nemo-run executor of a job from its execution settings and runspec.
+
+Rules (see docs/execution.md for the full key-by-key table):
+
+- The runspec's ``resources`` (nodes, gpus_per_node) are defaults; profile keys win.
+- ``partition``: ``run_partition`` for ``--run``, ``batch_partition`` for
+  ``--batch``, else ``partition``.
+- ``container_image``: the profile's value, else the runspec ``image``. A profile
+  that sets ``container_image = ""`` (or ``"none"``) runs bare metal: no pyxis
+  flags, the job runs in ``<job dir>/code`` on the nodes' own Python.
+- Launch: ``torchrun`` -> nemo-run ``Torchrun`` launcher (one task per node,
+  ``--nproc-per-node`` from :func:`~nemo_runspec.env.resources.torchrun_processes`);
+  ``direct`` -> plain ``python script``; ``ray`` -> our Ray template
+  (:mod:`nemo_runspec.execution.ray`), the script being the Ray driver.
+- Secrets never reach ``env_vars``: they go to a 0600 file sourced by the setup
+  lines (:mod:`nemo_runspec.execution.secret_file`).
+- Startup commands run once per node, before the launcher, through
+  ``srun --ntasks-per-node=1 --ntasks=$SLURM_JOB_NUM_NODES``; a failure fails the job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nemo_runspec.env.profile import partition_for
+from nemo_runspec.env.resources import torchrun_processes
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution.settings import (
+    bare_metal_python,
+    container_image,
+    launch_of,
+    profile_values,
+    resolve_resources,
+)
+from nemo_runspec.secrets import is_secret_name
+
+DEFAULT_TIME = "04:00:00"
+DEFAULT_JOB_NAME_PREFIX = "nemotron-"
+
+
+def get_startup_commands(env: Any) -> list[str]:
+    """The profile's ``startup_commands`` (a string is one command)."""
+    cmds = profile_values(env).get("startup_commands") or []
+    if isinstance(cmds, str):
+        cmds = [cmds]
+    return [str(c) for c in cmds if str(c).strip()]
+
+
+def per_node_setup(startup_commands: Sequence[str]) -> str:
+    """sbatch lines running ``startup_commands`` once on every node of the job."""
+    if not startup_commands:
+        return ""
+    body = " && ".join(f"( {c} )" for c in startup_commands)
+    return (
+        "srun --ntasks-per-node=1 --ntasks=$SLURM_JOB_NUM_NODES --kill-on-bad-exit=1 "
+        f"bash -c {shlex.quote(body)} "
+        "|| { echo 'nemotron: startup commands failed' >&2; exit 1; }"
+    )
+
+
+def create_executor(
+    *,
+    env: Any,
+    mode: str,
+    job_name: str,
+    runspec: Any,
+    env_vars: Mapping[str, str],
+    packager: Any,
+    startup_commands: Sequence[str] | None = None,
+    job_dir: str | os.PathLike[str] | None = None,
+    secret_file: str | None = None,
+    dependencies: Sequence[str] | None = None,
+    tunnel: Any = None,
+) -> Any:
+    """Build a ``nemo_run.SlurmExecutor`` (or ``LocalExecutor``) for one job.
+
+    ``env_vars`` must be the *plain* variables only (see :func:`build_env_vars`);
+    ``secret_file`` is the path of the secrets file as seen by the job, sourced
+    and deleted by the setup lines. ``job_dir`` is the local Experiment base dir
+    used to derive a local tunnel's job dir; pass ``tunnel`` to reuse one.
+    ``dependencies`` are Slurm job ids this job must wait for
+    (``dependency_type``, default ``afterok``).
+    """
+    import nemo_run as run
+
+    values = profile_values(env)
+    for name in env_vars:
+        if is_secret_name(name):
+            raise ExecutionError(
+                f"secret {name} passed as a plain env var",
+                hint="pass secrets through build_env_vars()/secret_file, never env_vars",
+            )
+    launch = launch_of(runspec)
+    if launch not in ("torchrun", "direct", "ray"):
+        raise ExecutionError(f"unknown launch {launch!r}", hint="torchrun, ray or direct")
+
+    nodes, gpus = resolve_resources(values, runspec)
+    ntasks = int(values.get("ntasks_per_node") or 1)
+    nproc = torchrun_processes(values, gpus)
+    launcher = run.Torchrun() if launch == "torchrun" else None
+    executor_kind = values.get("executor") or "local"
+    startup = list(startup_commands if startup_commands is not None else get_startup_commands(env))
+
+    if executor_kind == "local":
+        return run.LocalExecutor(
+            launcher=launcher,
+            ntasks_per_node=int(nproc) if launch == "torchrun" else 1,
+            env_vars=dict(env_vars),
+        )
+    if executor_kind != "slurm":
+        raise ExecutionError(f"unknown executor {executor_kind!r}", key="executor",
+                             hint="use \"local\" or \"slurm\"")
+    if not values.get("account"):
+        raise ExecutionError("the slurm executor needs `account`", key="account",
+                             hint="add account = \"...\" to the env.toml profile")
+
+    if tunnel is None:
+        from nemo_runspec.execution.tunnels import build_tunnel, default_base_dir
+
+        tunnel = build_tunnel(values, base_dir=job_dir or default_base_dir(values))
+
+    setup: list[str] = []
+    if secret_file:
+        from nemo_runspec.execution.secret_file import source_snippet
+
+        setup.append(source_snippet(secret_file))
+    if startup and launch != "ray":  # Ray: the template runs them once per node before its raylet
+        setup.append(per_node_setup(startup))
+
+    executor = run.SlurmExecutor(
+        account=str(values["account"]),
+        partition=partition_for(values, mode),
+        job_name_prefix=values.get("job_name_prefix", DEFAULT_JOB_NAME_PREFIX),
+        time=str(values.get("time") or DEFAULT_TIME),
+        nodes=nodes,
+        ntasks_per_node=1 if launch == "ray" else ntasks,
+        cpus_per_task=values.get("cpus_per_task"),
+        gpus_per_node=gpus if gpus > 0 else None,
+        qos=values.get("qos"),
+        mem=values.get("mem"),
+        constraint=values.get("constraint"),
+        exclude=values.get("exclude"),
+        gres=values.get("gres"),
+        exclusive=values.get("exclusive") or None,
+        container_image=container_image(values, runspec),
+        container_mounts=list(values.get("mounts") or []),
+        additional_parameters=dict(values.get("sbatch_options") or {}) or None,
+        srun_args=list(values.get("srun_args") or []) or None,
+        dependencies=[],
+        dependency_type=str(values.get("dependency_type") or "afterok"),
+        setup_lines="\n".join(setup) or None,
+        tunnel=tunnel,
+        packager=packager,
+        launcher=launcher,
+        env_vars={k: shell_value(v) for k, v in env_vars.items()},
+        retries=int(values.get("retries") or 0),
+        poll_estimated_start_time=False,
+    )
+    if launch == "torchrun":
+        executor.torchrun_nproc_per_node = int(nproc)
+    if launch == "ray":
+        from nemo_runspec.execution.ray import configure_ray_executor
+
+        configure_ray_executor(executor, profile=values, python=bare_metal_python(),
+                               pre_start_commands=startup)
+    if dependencies:
+        executor.dependencies = [_as_handle(d) for d in dependencies]
+    return executor
+
+
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./:,@%+=${}\-]*")
+
+
+def shell_value(value: Any) -> str:
+    """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line.
+
+    Plain words (and ``$VAR`` references) stay as they are; anything else is
+    double-quoted so spaces and shell characters survive but ``$VAR`` still expands.
+    """
+    text = str(value)
+    if _SHELL_SAFE.fullmatch(text):
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    return f'"{escaped}"'
+
+
+def _as_handle(job_id: str) -> str:
+    """nemo-run expects TorchX handles for dependencies; wrap a bare Slurm job id."""
+    return job_id if "://" in str(job_id) else f"slurm_tunnel://nemo_run/{job_id}"
+
+
+# --------------------------------------------------------------------------- local runs

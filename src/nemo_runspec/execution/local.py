@@ -1,0 +1,143 @@
+"""Run a recipe on this machine: a staged job dir, startup commands once, then the script.
+
+Without a profile (or with ``executor = "local"``) the job runs here: one
+process per visible GPU under torchrun, or ``local_nproc`` processes on a CPU,
+or plain python for ``ray``/``direct`` recipes (a Ray recipe starts its own
+local Ray instance).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.env.resources import requested_processes
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution.settings import launch_of, lookup
+
+if TYPE_CHECKING:
+    from nemo_runspec.job import CompiledJob
+
+
+def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
+    """GPUs this machine offers, without importing torch.
+
+    ``CUDA_VISIBLE_DEVICES`` wins when set (empty means none); otherwise the
+    number of ``nvidia-smi -L`` lines; 0 when there is no driver.
+    """
+    import shutil
+    import subprocess
+
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def local_nproc(run_env: Mapping[str, Any], launch: str, *, gpus: int | None = None) -> int:
+    """Processes for a local torchrun: one per GPU, else the CPU fallback.
+
+    With GPUs: ``min(gpus_per_node, visible GPUs)`` (all visible when
+    ``gpus_per_node`` is unset). Without a GPU: ``local_nproc`` (profile key or
+    ``run.env.local_nproc``), default 1 — a CPU fallback so recipes still run
+    on a laptop. ``ray``/``direct`` recipes always run as one process.
+    """
+    if launch != "torchrun":
+        return 1
+    gpus = visible_gpus() if gpus is None else gpus
+    if gpus > 0:
+        wanted = requested_processes(run_env) or gpus
+        return max(1, min(wanted, gpus))
+    return max(1, int(run_env.get("local_nproc") or 1))
+
+
+def local_command(script_path: str, train_yaml: str, passthrough: Sequence[str], *,
+                  launch: str, nproc: int = 1) -> list[str]:
+    """The command that runs a recipe script here: torchrun, or plain python.
+
+    A single process needs no launcher (and torchrun would add its own
+    traceback to every failure), so ``nproc == 1`` runs plain python.
+    """
+    if launch == "torchrun" and nproc > 1:
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    f"--nproc-per-node={nproc}"]
+    else:
+        launcher = [sys.executable]
+    return [*launcher, str(script_path), "--config", str(train_yaml), *passthrough]
+
+
+def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] = (),
+                  job_dir: str | os.PathLike[str] | None = None,
+                  extra_env: Mapping[str, str] | None = None) -> int:
+    """Run a recipe on this machine in a staged job dir; return its exit code.
+
+    The job dir (``job.yaml``, ``train.yaml``) is created atomically; startup
+    commands run once, before the launcher (never once per worker); the script
+    runs with the job dir as cwd and ``NEMOTRON_JOB_DIR`` set. Env vars: the
+    runspec's ``env``, then ``run.env.env_vars`` (secrets stay in memory, this
+    is the user's own machine), then ``extra_env``.
+    """
+    import subprocess
+
+    from nemo_runspec.config import (
+        extract_train_config,
+        generate_job_dir,
+        save_configs,
+        staged_job_dir,
+    )
+
+    run_env = lookup(job_config, "run", "env", default={}) or {}
+    launch = launch_of(runspec)
+    train_config = extract_train_config(job_config, for_remote=True)
+    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name)
+    with staged_job_dir(final) as staging:
+        save_configs(job_config, train_config, staging)
+    env = dict(os.environ)
+    env.update({str(k): str(v) for k, v in (getattr(runspec, "env", None) or {}).items()})
+    env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
+    env.update(extra_env or {})
+    env["NEMOTRON_JOB_DIR"] = str(final)
+    print(f"job dir: {final}", file=sys.stderr)
+    for cmd in run_env.get("startup_commands") or []:
+        code = subprocess.call(["bash", "-c", str(cmd)], cwd=final, env=env)
+        if code != 0:
+            raise ExecutionError(f"startup command failed with exit code {code}: {cmd}",
+                                 key="startup_commands")
+    nproc = local_nproc(run_env, launch)
+    cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
+                        launch=launch, nproc=nproc)
+    try:
+        return subprocess.call(cmd, cwd=final, env=env)
+    except OSError as exc:
+        raise ExecutionError(f"could not start {cmd[0]}: {exc}") from exc
+
+
+def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()) -> str:
+    """The local command line :func:`execute_local` would run (job dir not yet known)."""
+    run_env = lookup(job_config, "run", "env", default={}) or {}
+    launch = launch_of(runspec)
+    cmd = local_command(str(runspec.script_path), "<job dir>/train.yaml", passthrough,
+                        launch=launch, nproc=local_nproc(run_env, launch))
+    return " ".join(shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)
+
+
+def run_local(job: CompiledJob) -> int:
+    """Run the compiled ``job`` here (:func:`execute_local`); return its exit code.
+
+    The script learns which env.toml the command used (``NEMOTRON_ENV_FILE``), so
+    what it publishes lands in the same artifact registry the CLI resolved.
+    """
+    extra = {"NEMOTRON_ENV_FILE": str(job.env_file.path)} if job.env_file is not None else {}
+    return execute_local(job.runspec, job.job_config, passthrough=job.passthrough, extra_env=extra)
+

@@ -1,0 +1,107 @@
+"""Reading the merged execution settings of a job (``run.env``, or a profile's values).
+
+Small pure functions shared by the executor builder, local runs and the Slurm
+layer: which launch, which image, which partition, how many nodes and GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+#: ``container_image`` values that mean "no container: run bare metal".
+DISABLED_IMAGES = frozenset({"", "none", "null"})
+
+
+def profile_values(env: Any) -> dict[str, Any]:
+    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values."""
+    if env is None:
+        return {}
+    values = getattr(env, "values", env)
+    if callable(values):  # a plain dict's .values method
+        values = env
+    return {k: v for k, v in dict(values).items() if v is not None}
+
+
+def lookup(obj: Any, *path: str, default: Any = None) -> Any:
+    """``obj[path[0]][path[1]]...`` through mappings, DictConfigs or attributes; ``default`` if absent."""
+    for part in path:
+        if obj is None:
+            return default
+        if isinstance(obj, Mapping):
+            obj = obj.get(part)
+        else:
+            try:
+                obj = obj[part]
+            except Exception:
+                obj = getattr(obj, part, None)
+    return default if obj is None else obj
+
+
+def job_env(job_config: Any) -> dict[str, Any]:
+    """The merged execution settings (``run.env``) of a job config as a plain dict.
+
+    It already applies the precedence runspec < recipe YAML ``run.env`` < env.toml
+    profile < CLI ``run.env.KEY=...``. Interpolations are kept as text (shell
+    ``${VAR}`` stays for the shell).
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    run_env = lookup(job_config, "run", "env", default={})
+    if isinstance(run_env, DictConfig):
+        return OmegaConf.to_container(run_env, resolve=False)  # type: ignore[return-value]
+    return dict(run_env or {})
+
+
+def job_slug(name: str) -> str:
+    """Slug a recipe name for job names: ``nano3/pretrain`` -> ``nano3-pretrain``."""
+    slug = re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-.").lower()
+    return slug or "job"
+
+
+def launch_of(runspec: Any) -> str:
+    """The runspec's launch method: ``torchrun``, ``ray`` or ``direct`` (``python`` is ``direct``)."""
+    launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
+    return "direct" if launch == "python" else launch
+
+
+def container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
+    """The job's image: the profile's ``container_image`` (a disabled value means none),
+    else the runspec's ``image``."""
+    if "container_image" in values:
+        image = values["container_image"]
+        if image is None or str(image).strip().lower() in DISABLED_IMAGES:
+            return None
+        return str(image)
+    image = getattr(runspec, "image", None) if runspec is not None else None
+    return image or None
+
+
+def resolve_resources(values: Mapping[str, Any], runspec: Any) -> tuple[int, int]:
+    """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0)."""
+    res = getattr(runspec, "resources", None)
+    nodes = values.get("nodes", getattr(res, "nodes", 1) if res is not None else 1)
+    gpus = values.get("gpus_per_node", getattr(res, "gpus_per_node", 0) if res is not None else 0)
+    return int(nodes), int(gpus or 0)
+
+
+def bare_metal_python() -> str:
+    """Interpreter a job uses without a container: the submitting one.
+
+    Bare-metal jobs run in the environment that submitted them (a shared
+    filesystem, or this machine's own Slurm cluster), so the nodes use the same
+    venv. Its ``bin`` dir is also put first on the job's ``PATH`` (for
+    ``torchrun`` and ``ray``); see :func:`bare_metal_env`.
+    """
+    return sys.executable
+
+
+def bare_metal_env(env_vars: Mapping[str, str]) -> dict[str, str]:
+    """``env_vars`` plus ``PATH`` led by the submitting venv's ``bin`` (unless set)."""
+    out = dict(env_vars)
+    if "PATH" not in out:
+        out["PATH"] = f"{os.path.dirname(bare_metal_python())}:$PATH"
+    return out

@@ -1,0 +1,176 @@
+"""The compiled job: one typed object that every step after the command line takes.
+
+:func:`compile_job` builds it once per command from the recipe's runspec and
+the parsed command line:
+
+1. the recipe YAML (``-c NAME|PATH`` or the runspec default) with the overrides;
+2. env.toml, found and read once (``--env-file`` > ``$NEMOTRON_ENV_FILE`` > the
+   nearest one), its profile (``--run``/``--batch``) and its special sections;
+3. the job config (the train config plus a ``run:`` section) whose ``run.env``
+   merges runspec < recipe YAML < profile < command line, with where each value
+   came from, and provenance (git commit, host, user, time).
+
+A local run, the packager, the nemo-run executor, the dry-run display and the
+submission all read this object; none of them looks for env.toml again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from nemo_runspec.env import (
+    EnvFile,
+    EnvProfile,
+    find_env_file,
+    load_env_file,
+    load_env_profile,
+    read_sections,
+)
+from nemo_runspec.env.discovery import not_found_error
+from nemo_runspec.errors import CLIUsageError
+from nemo_runspec.execution.settings import job_env, launch_of
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from nemo_runspec._models import Runspec
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+    from nemo_runspec.cli.recipe_config import RecipeConfig
+
+Mode = Literal["run", "batch", "local"]
+
+
+@dataclass(frozen=True)
+class CompiledJob:
+    """Everything about one recipe run, resolved before anything runs or is submitted.
+
+    Attributes:
+        runspec: the recipe script's parsed ``[tool.runspec]``.
+        mode: ``run`` (attached), ``batch`` (detached) or ``local``.
+        dry_run: show what would run; write, run and submit nothing.
+        passthrough: arguments for the recipe script itself.
+        env_file: the env.toml this command read (None when there is none).
+        profile: the selected profile (None in local mode).
+        sections: env.toml's ``wandb``, ``artifacts``, ``cache`` and ``cli`` tables.
+        train_config: the recipe config after overrides (what the user asked for).
+        job_config: ``train_config`` plus the ``run:`` section (see
+            :func:`nemo_runspec.config.build_job_config`).
+        run_env: the merged execution settings (``run.env``).
+        env_sources: where each ``run_env`` key was set (``env.toml:12 [dev]``...).
+    """
+
+    runspec: Runspec
+    mode: Mode
+    dry_run: bool
+    passthrough: tuple[str, ...]
+    env_file: EnvFile | None
+    profile: EnvProfile | None
+    sections: Mapping[str, Mapping[str, Any]]
+    train_config: DictConfig
+    job_config: DictConfig
+    run_env: Mapping[str, Any]
+    env_sources: Mapping[str, str]
+
+    @property
+    def name(self) -> str:
+        """The recipe's name (``nano3/pretrain``)."""
+        return self.runspec.name
+
+    @property
+    def attached(self) -> bool:
+        """True unless submitted detached with ``--batch``."""
+        return self.mode != "batch"
+
+    @property
+    def executor(self) -> str:
+        """The executor named by the run environment: ``local`` (default) or ``slurm``."""
+        return str(self.run_env.get("executor") or "local")
+
+    @property
+    def is_local(self) -> bool:
+        """True when the job runs on this machine (no profile, or ``executor = "local"``)."""
+        return self.executor == "local"
+
+    @property
+    def launch(self) -> str:
+        """``torchrun``, ``ray`` or ``direct``, from the runspec."""
+        return launch_of(self.runspec)
+
+    @cached_property
+    def registry(self) -> ArtifactRegistry:
+        """The artifact registry of this command (``$NEMOTRON_ARTIFACTS_ROOT``, else
+        env.toml ``[artifacts]``, else ``$NEMOTRON_HOME/artifacts``)."""
+        from nemo_runspec.artifacts.registry import registry_for
+
+        return registry_for(self.sections)
+
+    def script_config(self) -> DictConfig:
+        """The config the recipe script reads (``train.yaml``): launcher bookkeeping
+        dropped, secret-named literals removed (they reach the job as env vars)."""
+        from nemo_runspec.config import extract_train_config
+
+        return extract_train_config(self.job_config, for_remote=True)
+
+    def files(self) -> dict[str, str]:
+        """``{"job.yaml": ..., "train.yaml": ...}``, redacted, as written into the job dir."""
+        from nemo_runspec.config.jobdir import render_configs
+
+        return render_configs(self.job_config, self.script_config())
+
+
+def _read_env_file(explicit: str | None) -> EnvFile | None:
+    path = find_env_file(explicit)
+    return load_env_file(path) if path is not None else None
+
+
+def _refuse_profile_as_argument(words: list[str], env_file: EnvFile | None) -> None:
+    """A bare word naming an env.toml profile is almost surely a forgotten ``--run``:
+    the job would run here instead of on the cluster. (After ``--`` it passes.)"""
+    for word in words:
+        if env_file is not None and word in env_file.profiles:
+            raise CLIUsageError(
+                f"unexpected argument {word!r}: it is an env.toml profile",
+                hint=f"to run on it use --run {word} (or --batch {word}); "
+                     f"to pass {word!r} to the script put it after --",
+            )
+
+
+def compile_job(spec: Runspec, cfg: RecipeConfig) -> CompiledJob:
+    """Compile the job a recipe command was asked to run (see the module docstring).
+
+    ``cfg`` is the command's :class:`~nemo_runspec.cli.recipe_config.RecipeConfig`.
+    Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
+    first problem found: config, override, env.toml or profile.
+    """
+    from nemo_runspec.config import build_job_config, parse_config
+
+    ctx = cfg.ctx
+    train_config = parse_config(ctx, spec.config_dir, spec.config.default)
+    env_file = _read_env_file(ctx.env_file)
+    _refuse_profile_as_argument(cfg.bare_words, env_file)
+    profile = None
+    if ctx.profile is not None:
+        if env_file is None:
+            raise not_found_error(ctx.profile)
+        profile = load_env_profile(ctx.profile, env_file)
+    sections = read_sections(env_file)
+    job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
+                                  env_profile=profile, runspec=spec)
+    run = job_config.run
+    return CompiledJob(
+        runspec=spec,
+        mode=cfg.mode,
+        dry_run=cfg.dry_run,
+        passthrough=tuple(cfg.passthrough),
+        env_file=env_file,
+        profile=profile,
+        sections=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in sections.items()}),
+        train_config=train_config,
+        job_config=job_config,
+        run_env=MappingProxyType(job_env(job_config)),
+        env_sources=MappingProxyType(dict(run.get("env_sources") or {})),
+    )

@@ -1,0 +1,59 @@
+"""Slurm through nemo-run: prepare, render, submit and follow one job.
+
+Typical use from a recipe command (see ``docs/dev/architecture.md``)::
+
+    packager, plan = build_packager(job)
+    slurm_job = prepare_job(job, packager, plan)   # nemo-run SlurmExecutor + job dir layout
+    if job.dry_run:
+        print(render_sbatch(slurm_job))            # the exact script, offline
+    else:
+        submitted = submit(slurm_job, attached=job.attached)
+
+=====================  ====================================================
+module                 holds
+=====================  ====================================================
+``slurm.prepared``     :class:`PreparedJob`, :class:`SubmittedJob`, :func:`prepare_job`
+``slurm.render``       :func:`render_sbatch` (offline, byte-identical to submission)
+``slurm.submit``       :func:`submit`, :func:`submit_detached`
+``slurm.follow``       :func:`follow`: queue state, live log, exit code
+``slurm.queue``        ``squeue``/``sacct`` parsing
+``slurm.remote``       commands and files where the job runs (local or SSH)
+``slurm.summary``      what the user is shown after submission
+=====================  ====================================================
+"""
+
+from __future__ import annotations
+
+from nemo_runspec.execution.tunnels import default_base_dir
+from nemo_runspec.slurm.follow import follow
+from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob, prepare_job
+from nemo_runspec.slurm.queue import (
+    TERMINAL_STATES,
+    exit_code_from_sacct,
+    sacct_info,
+    squeue_start,
+    squeue_state,
+)
+from nemo_runspec.slurm.remote import Remote
+from nemo_runspec.slurm.render import render_sbatch
+from nemo_runspec.slurm.submit import submit, submit_detached
+from nemo_runspec.slurm.summary import follow_commands, print_submission
+
+__all__ = [
+    "TERMINAL_STATES",
+    "PreparedJob",
+    "Remote",
+    "SubmittedJob",
+    "default_base_dir",
+    "exit_code_from_sacct",
+    "follow",
+    "follow_commands",
+    "prepare_job",
+    "print_submission",
+    "render_sbatch",
+    "sacct_info",
+    "squeue_start",
+    "squeue_state",
+    "submit",
+    "submit_detached",
+]

@@ -1,0 +1,122 @@
+"""Follow a submitted job: queue state, then its log, then its exit code from sacct.
+
+Ctrl-C asks (on a terminal) whether to detach or cancel; without a terminal it detaches.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.secrets import redact_text
+from nemo_runspec.slurm.prepared import SubmittedJob
+from nemo_runspec.slurm.queue import (
+    TERMINAL_STATES,
+    exit_code_from_sacct,
+    sacct_info,
+    squeue_start,
+    squeue_state,
+)
+from nemo_runspec.slurm.remote import Remote, remove_secrets
+from nemo_runspec.slurm.summary import follow_commands
+
+
+def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
+    if sys.stdin is not None and sys.stdin.isatty():
+        from rich.prompt import Prompt
+
+        choice = Prompt.ask(f"\nJob {sub.job_id} is still running: [d]etach or [c]ancel it?",
+                            choices=["d", "c"], default="d")
+        return "cancel" if choice == "c" else "detach"
+    return "detach"
+
+
+def follow(
+    sub: SubmittedJob, *, console: Any = None, poll: float = 2.0, out: Any = None,
+    on_interrupt: Callable[[SubmittedJob], str] | None = None,
+) -> int | None:
+    """Follow a submitted job to its end; returns (and stores) its exit code,
+    or None when the user detached."""
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    out = out or sys.stdout
+    assert sub.prepared is not None
+    remote = Remote(sub.prepared)
+    try:
+        return _follow_loop(sub, remote, console, poll, out)
+    except KeyboardInterrupt:
+        action = (on_interrupt or _ask_detach_or_cancel)(sub)
+        if action == "cancel":
+            remote.run(f"scancel {sub.job_id}")
+            console.print(f"[yellow]Cancelled job {sub.job_id}[/]")
+            sub.state, sub.exit_code = "CANCELLED", 130
+            return 130
+        console.print(f"[yellow]Detached from job {sub.job_id}; it keeps running.[/]")
+        for label, cmd in follow_commands(sub):
+            console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
+        return None
+
+
+def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
+    offset = 0
+    last_state: tuple[str, ...] | None = None
+
+    def pump() -> None:
+        nonlocal offset
+        data = remote.read_from(sub.log_path, offset)
+        if data:
+            offset += len(data)
+            out.write(data.decode(errors="replace"))
+            out.flush()
+
+    while True:
+        q = squeue_state(remote, sub.job_id)
+        if q is None:
+            break
+        state, reason, nodes = q
+        sub.state = state
+        if state == "PENDING":
+            key: tuple[str, ...] = (state, reason)
+            if key != last_state:
+                start = squeue_start(remote, sub.job_id)
+                est = f", estimated start {start}" if start else ""
+                console.print(f"[dim]job {sub.job_id}: PENDING ({reason}{est})[/]")
+        else:
+            key = (state, nodes)
+            if key != last_state:
+                console.print(f"[dim]job {sub.job_id}: {state} on {nodes}[/]")
+        last_state = key
+        pump()
+        time.sleep(poll)
+    info = None
+    for _ in range(30):  # accounting may lag a little behind squeue
+        info = sacct_info(remote, sub.job_id)
+        if info and info["State"] in TERMINAL_STATES:
+            break
+        pump()
+        time.sleep(1)
+    pump()
+    if not info or info["State"] not in TERMINAL_STATES:
+        raise ExecutionError(f"could not get the final state of job {sub.job_id} from sacct",
+                             hint="is Slurm accounting (slurmdbd) enabled?")
+    sub.state = info["State"]
+    sub.exit_code = exit_code_from_sacct(info["State"], info["ExitCode"])
+    # A job cancelled or failed before its script ran never sourced (and so never
+    # deleted) the secrets file: remove it now that the job is over.
+    remove_secrets(sub.prepared)
+    style = "green" if sub.exit_code == 0 else "red"
+    console.print(f"[{style}]job {sub.job_id}: {sub.state} (exit code {sub.exit_code})[/]")
+    if sub.exit_code != 0:
+        if sub.sbatch_log_path != sub.log_path:
+            # Failures before the launcher (startup commands, srun) are only in the batch log.
+            tail = remote.read_from(sub.sbatch_log_path, 0).decode(errors="replace").splitlines()[-12:]
+            secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
+            for line in tail:
+                console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True,
+                              highlight=False, markup=False)
+        console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False)
+    return sub.exit_code

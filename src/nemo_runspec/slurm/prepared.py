@@ -1,0 +1,203 @@
+"""A Slurm job ready to render or submit: the nemo-run executor plus its job dir layout.
+
+Layout: the Experiment lives in ``<base_dir>/experiments/<title>/<exp_id>/`` locally;
+the job dir the cluster sees is ``<tunnel job dir>/<title>/<exp_id>/<name>/`` (the
+same path for a local tunnel). Logs: ``log-<job name>_<id>_0.out`` (the ``srun``
+step, i.e. the script's output) and ``sbatch_<job name>_<id>.out`` (the batch
+script itself, with shell tracing) in the job dir.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution.env_vars import build_env_vars, code_env
+from nemo_runspec.execution.executor import create_executor
+from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
+from nemo_runspec.execution.settings import (
+    bare_metal_env,
+    container_image,
+    job_slug,
+    launch_of,
+    profile_values,
+)
+from nemo_runspec.execution.tunnels import default_base_dir
+
+if TYPE_CHECKING:
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.packaging.manifest import PackagingPlan
+
+#: Where the compiled job's train config lands in the job dir, as the job sees it.
+TRAIN_YAML = "/nemo_run/train.yaml"
+
+
+@dataclass
+class PreparedJob:
+    """Everything needed to render or submit one Slurm job."""
+
+    name: str
+    title: str
+    exp_id: str
+    base_dir: Path
+    executor: Any
+    script: str
+    args: list[str]
+    values: dict[str, Any]
+    secrets: dict[str, str] = field(default_factory=dict)
+    entrypoint: str = "python"
+    launch: str = "direct"
+    files: dict[str, str] = field(default_factory=dict)
+    """Files written into the job dir before submission (name -> text), e.g. train.yaml."""
+    plan: PackagingPlan | None = None
+    """What the packager shipped; written to ``packaging.json`` once the job is submitted."""
+
+    @property
+    def is_ray(self) -> bool:
+        """True when the job runs as the driver of a Ray cluster (our template)."""
+        return self.launch == "ray"
+
+    @property
+    def ray_log_dir(self) -> str:
+        """Log dir of a Ray job (the template's ``$LOG_DIR``); exists before sbatch."""
+        return os.path.join(self.job_dir, "ray", "logs")
+
+    @property
+    def tunnel_kind(self) -> str:
+        """``local`` or ``ssh``."""
+        return self.values.get("tunnel") or "local"
+
+    @property
+    def remote_exp_dir(self) -> str:
+        """Experiment dir as seen by the cluster."""
+        root = (
+            os.path.join(str(self.base_dir), "experiments")
+            if self.tunnel_kind == "local"
+            else str(self.values.get("remote_job_dir") or self.values.get("job_dir"))
+        )
+        return os.path.join(root, self.title, self.exp_id)
+
+    @property
+    def job_dir(self) -> str:
+        """Task dir as seen by the cluster (holds code/, logs, secrets file)."""
+        return os.path.join(self.remote_exp_dir, self.name)
+
+    @property
+    def local_exp_dir(self) -> Path:
+        """Experiment dir on the submitting machine."""
+        return self.base_dir / "experiments" / self.title / self.exp_id
+
+    @property
+    def secret_path(self) -> str | None:
+        """Path of the secrets file on the cluster (None without secrets)."""
+        return os.path.join(self.job_dir, SECRET_FILE_NAME) if self.secrets else None
+
+    @property
+    def job_name(self) -> str:
+        """Slurm job name (prefix + name)."""
+        prefix = self.executor.job_name_prefix or ""
+        return f"{prefix}{self.name}"
+
+    @property
+    def sbatch_path(self) -> str:
+        """Where nemo-run writes the sbatch script on the cluster."""
+        return os.path.join(self.remote_exp_dir, f"{self.name}_sbatch.sh")
+
+
+@dataclass
+class SubmittedJob:
+    """A submitted job. ``exit_code`` is set when followed to the end (None if detached)."""
+
+    job_id: str
+    job_dir: str
+    log_path: str
+    sbatch_log_path: str
+    sbatch_path: str
+    name: str
+    state: str = "PENDING"
+    exit_code: int | None = None
+    prepared: PreparedJob | None = None
+
+
+def prepare_job(
+    job: CompiledJob | None = None,
+    packager: Any = None,
+    plan: PackagingPlan | None = None,
+    *,
+    env: Any = None,
+    mode: str = "batch",
+    runspec: Any = None,
+    script: str | os.PathLike[str] | None = None,
+    args: Sequence[str] = (),
+    env_vars: Mapping[str, str] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    startup_commands: Sequence[str] | None = None,
+    name: str | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    exp_id: str | None = None,
+    dependencies: Sequence[str] | None = None,
+) -> PreparedJob:
+    """Build the executor and job layout. No file is written, no connection made.
+
+    Two call shapes:
+
+    - ``prepare_job(job, packager, plan)`` for a compiled job: its run
+      environment, mode and runspec; the packaged script with
+      ``--config /nemo_run/train.yaml`` and the command line's script arguments;
+      the plain env vars (plus :func:`~nemo_runspec.execution.code_env`) and the
+      secrets of :func:`~nemo_runspec.execution.build_env_vars`; ``job.yaml`` and ``train.yaml``
+      (redacted) as job files; ``plan`` for ``packaging.json``.
+    - ``prepare_job(env=..., mode=..., runspec=..., packager=..., script=...)``
+      with every part explicit.
+
+    ``script`` is the path the job runs (relative to ``<job dir>/code`` where the
+    packager extracts code, or absolute on the cluster). ``exp_id`` makes the job
+    dir deterministic (``<title>_<suffix>``, no ``_`` in suffix); default is a
+    nanosecond timestamp.
+    """
+    files: dict[str, str] = {}
+    if job is not None:
+        plain, job_secrets = build_env_vars(
+            job.job_config, job.run_env, runspec=job.runspec,
+            wandb_section=job.sections.get("wandb"), registry=job.registry,
+        )
+        env, mode, runspec = job.run_env, job.mode, job.runspec
+        # No script in the archive (packager = "none"): the path the submitter sees.
+        script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
+        args = ["--config", TRAIN_YAML, *job.passthrough, *args]
+        env_vars = {**plain, **code_env(plan), **(env_vars or {})}
+        secrets = {**job_secrets, **(secrets or {})}
+        files = job.files()
+    if script is None:
+        raise ExecutionError("prepare_job needs a compiled job or script=...")
+    values = profile_values(env)
+    name = job_slug(name or getattr(runspec, "name", None) or Path(str(script)).stem)
+    title = name
+    if exp_id is None:
+        exp_id = f"{title}_{time.time_ns()}"
+    elif exp_id.rpartition("_")[0] != title:
+        raise ExecutionError(f"experiment id {exp_id!r} must look like '{title}_<suffix>'")
+    base = Path(base_dir).absolute() if base_dir else default_base_dir(values)
+    prepared = PreparedJob(
+        name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
+        script=str(script), args=[str(a) for a in args], values=values,
+        secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
+    )
+    bare_metal = container_image(values, runspec) is None
+    plain = dict(env_vars or {})
+    if bare_metal and values.get("executor") == "slurm":
+        # `python`/`torchrun`/`ray` resolve to the submitting venv through PATH. The
+        # entrypoint stays "python": any other value makes nemo-run's torchrun
+        # component pass --no-python and drop the interpreter.
+        plain = bare_metal_env(plain)
+    prepared.executor = create_executor(
+        env=values, mode=mode, job_name=name, runspec=runspec, env_vars=plain,
+        packager=packager, startup_commands=startup_commands, job_dir=base,
+        secret_file=prepared.secret_path, dependencies=dependencies,
+    )
+    return prepared

@@ -1,0 +1,134 @@
+"""Where the job runs, reached from here: run commands, read logs, place files.
+
+A local tunnel means this machine (subprocesses, plain files); an SSH tunnel
+means the login node over nemo-run's ``SSHTunnel`` (Fabric), with files
+uploaded over SFTP. The secrets file is created 0600 before any byte of it is
+written, locally and remotely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.slurm.prepared import PreparedJob
+
+
+class Remote:
+    """Run commands / read files where the job runs (locally or over the tunnel)."""
+
+    def __init__(self, job: PreparedJob) -> None:
+        self.job = job
+        self.local = job.tunnel_kind == "local"
+        self._tunnel: Any = None
+
+    @property
+    def tunnel(self) -> Any:
+        """The job's nemo-run tunnel (built on first use)."""
+        if self._tunnel is None:
+            from nemo_runspec.execution.tunnels import build_tunnel
+
+            self._tunnel = build_tunnel(self.job.values, base_dir=self.job.base_dir)
+        return self._tunnel
+
+    def run(self, cmd: str) -> tuple[int, str, str]:
+        """``(exit code, stdout, stderr)`` of the shell command ``cmd``."""
+        if self.local:
+            import subprocess
+
+            p = subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL)
+            return p.returncode, p.stdout, p.stderr
+        r = self.tunnel.run(cmd, hide=True, warn=True)
+        return r.return_code, r.stdout, r.stderr
+
+    def read_from(self, path: str, offset: int) -> bytes:
+        """The bytes of ``path`` from ``offset`` on (empty when it does not exist yet)."""
+        if self.local:
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    return f.read()
+            except FileNotFoundError:
+                return b""
+        rc, out, _ = self.run(f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null")
+        return out.encode() if rc == 0 else b""
+
+
+@contextlib.contextmanager
+def sftp_session(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
+    """An SFTP session on the job's ssh tunnel, with the job dir created first.
+
+    A separate connection: the executor's tunnel is deep-copied by nemo-run later.
+    """
+    from nemo_runspec.execution.tunnels import build_tunnel
+
+    ssh = build_tunnel(job.values, base_dir=job.base_dir)
+    try:
+        ssh.connect()
+        mode = f"-m {mkdir_mode} " if mkdir_mode else ""
+        ssh.session.run(f"mkdir -p {mode}{shlex.quote(job.job_dir)}", hide=True)
+        sftp = ssh.session.sftp()
+        try:
+            yield sftp
+        finally:
+            sftp.close()
+    finally:
+        ssh.cleanup()
+
+
+def place_secrets(job: PreparedJob) -> None:
+    """Write the job's 0600 secrets file where the job will source it."""
+    from nemo_runspec.execution.secret_file import upload_secret_file, write_secret_file
+
+    if not job.secrets:
+        return
+    if job.tunnel_kind == "local":
+        write_secret_file(job.secret_path, job.secrets)  # type: ignore[arg-type]
+        return
+    with sftp_session(job, mkdir_mode="700") as sftp:
+        upload_secret_file(sftp, job.secret_path, job.secrets)
+
+
+def place_files(job: PreparedJob) -> None:
+    """Write ``job.files`` into the job dir (locally, or over SFTP for ssh tunnels)."""
+    if not job.files:
+        return
+    if job.tunnel_kind == "local":
+        from nemo_runspec.config.jobdir import atomic_write_text
+
+        os.makedirs(job.job_dir, exist_ok=True)
+        for name, text in job.files.items():
+            atomic_write_text(Path(job.job_dir) / name, text)
+        return
+    with sftp_session(job) as sftp:
+        for name, text in job.files.items():
+            with sftp.open(os.path.join(job.job_dir, name), "w") as f:
+                f.write(text.encode())
+
+
+def remove_secrets(job: PreparedJob) -> None:
+    """Delete the secrets file (a job that never started never sourced it)."""
+    if not job.secrets:
+        return
+    if job.tunnel_kind == "local":
+        with contextlib.suppress(OSError):
+            os.unlink(job.secret_path)  # type: ignore[arg-type]
+    else:
+        with contextlib.suppress(Exception):
+            Remote(job).run(f"rm -f {shlex.quote(job.secret_path)}")
+
+
+def make_remote_dir(job: PreparedJob, path: str) -> None:
+    """``mkdir -p path`` where the job runs."""
+    if job.tunnel_kind == "local":
+        os.makedirs(path, exist_ok=True)
+        return
+    rc, _, err = Remote(job).run(f"mkdir -p {shlex.quote(path)}")
+    if rc != 0:
+        raise ExecutionError(f"could not create {path} on {job.values.get('host')}: {err.strip()}")

@@ -1,0 +1,113 @@
+"""Submit a :class:`PreparedJob`: place its files and secrets, ``sbatch`` it through nemo-run.
+
+All or nothing: when Slurm (or anything before it) refuses the job, the
+experiment dir and the secrets file are removed again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from nemo_runspec.errors import ExecutionError, SubmissionError
+from nemo_runspec.slurm.follow import follow
+from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
+from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
+from nemo_runspec.slurm.render import experiment_for, task_for
+from nemo_runspec.slurm.summary import print_submission
+
+
+def _unexpected_exit(exc: BaseException) -> Any:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if hasattr(exc, "result") and hasattr(exc.result, "stderr"):
+            return exc.result
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None
+
+
+def _slurm_message(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error" in ln.lower()] or lines
+    msg = "; ".join(dict.fromkeys(errs)) or "sbatch failed"
+    return re.sub(r"^sbatch:\s*", "", msg)
+
+
+def submit_detached(job: PreparedJob) -> SubmittedJob:
+    """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it."""
+    from nemo_runspec.execution.tunnels import probe_tunnel
+    from nemo_runspec.run import quiet_nemo_run
+
+    probe_tunnel(job.values)
+    executor = job.executor
+    job.local_exp_dir.mkdir(parents=True, exist_ok=True)
+    exp = None
+    try:
+        with quiet_nemo_run():
+            place_secrets(job)
+            place_files(job)
+            if job.is_ray:  # Slurm opens the --output file before the script can mkdir
+                make_remote_dir(job, job.ray_log_dir)
+            exp = experiment_for(job, job.base_dir)
+            with exp:
+                exp.add(task_for(job), executor=executor, name=job.name)
+                exp.run(detach=True)
+        handle = exp.jobs[0].handle
+        job_id = handle.split("://", 1)[1].split("/")[1]
+        details = exp.jobs[0].executor.job_details
+        job_name = details.job_name or job.job_name
+    except ExecutionError:
+        _cleanup_failed(job)
+        raise
+    except BaseException as exc:
+        _cleanup_failed(job)
+        result = _unexpected_exit(exc)
+        if result is not None:
+            raise SubmissionError(
+                f"Slurm rejected job {job.name}: {_slurm_message(result.stderr or result.stdout)}",
+                hint="check partition/account/time in the env.toml profile",
+            ) from None
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise ExecutionError(f"submitting {job.name} failed: {exc}") from exc
+    if job.is_ray:  # the driver's output goes to the batch log
+        sbatch_log = os.path.join(job.ray_log_dir, f"sbatch_{job_name}_{job_id}.out")
+        log = sbatch_log
+    else:
+        log = os.path.join(job.job_dir, f"log-{job_name}_{job_id}_0.out")
+        sbatch_log = os.path.join(job.job_dir, f"sbatch_{job_name}_{job_id}.out")
+    return SubmittedJob(
+        job_id=job_id, job_dir=job.job_dir, name=job.name, prepared=job,
+        log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
+    )
+
+
+def _cleanup_failed(job: PreparedJob) -> None:
+    remove_secrets(job)
+    shutil.rmtree(job.local_exp_dir, ignore_errors=True)
+
+
+def submit(
+    job: PreparedJob, *, attached: bool, console: Any = None, poll: float = 2.0,
+    out: Any = None, on_interrupt: Callable[[SubmittedJob], str] | None = None,
+) -> SubmittedJob:
+    """Submit ``job``. Detached: print the summary and return at once. Attached:
+    show queue state, stream the log to ``out`` (stdout) and set ``exit_code``
+    from sacct. Ctrl-C asks (TTY) to detach or cancel; without a TTY it detaches.
+    ``job.plan`` (what was packaged) is written to ``packaging.json`` in the
+    local experiment dir once Slurm accepted the job.
+    """
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    sub = submit_detached(job)
+    if job.plan is not None:
+        job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
+    print_submission(sub, console)
+    if attached:
+        follow(sub, console=console, poll=poll, out=out, on_interrupt=on_interrupt)
+    return sub
