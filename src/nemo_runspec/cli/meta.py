@@ -1,11 +1,33 @@
-"""RecipeMeta: what a recipe command's ``--help`` shows about its recipe."""
+"""RecipeMeta: what a recipe command's ``--help`` shows about its recipe.
+
+A command states it once, in its own docstring, read by :meth:`RecipeMeta.from_spec`::
+
+    def pretrain(ctx: typer.Context) -> int:
+        \"\"\"Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun).
+
+        Any prose paragraphs (not shown in the help panels).
+
+        Consumes:
+            data: tokenized pretraining corpus (run.data)
+        Produces:
+            model: pretrained checkpoint (checkpoint.save)
+        Examples:
+            nemotron nano3 pretrain -c tiny --dry-run
+        \"\"\"
+
+The first line is the description; ``Consumes:``, ``Produces:`` and
+``Examples:`` sections (any order, each optional) fill the artifact and example
+panels. The recipe's name, script, config dir and default config come from its runspec.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+SECTIONS = ("Consumes", "Produces", "Examples")
 
 
 @dataclass(frozen=True)
@@ -39,24 +61,42 @@ class RecipeMeta:
         return self.name.rsplit("/", 1)[-1]
 
     @classmethod
-    def from_spec(
-        cls,
-        spec: Any,
-        *,
-        description: str,
-        inputs: Mapping[str, str] | None = None,
-        outputs: Mapping[str, str] | None = None,
-        examples: Sequence[str] = (),
-    ) -> RecipeMeta:
-        """The meta of the recipe whose parsed runspec is ``spec``: its name, script,
-        config dir and default config come from the runspec."""
+    def from_spec(cls, spec: Any, doc: str | None = None) -> RecipeMeta:
+        """The meta of the recipe whose parsed runspec is ``spec``, described by ``doc``
+        (a command's docstring, see the module docstring)."""
+        description, sections = parse_command_doc(doc or "")
         return cls(
             name=spec.name,
             script_path=spec.script_path,
             config_dir=spec.config_dir,
             default_config=spec.config.default,
-            input_artifacts=dict(inputs or {}),
-            output_artifacts=dict(outputs or {}),
-            examples=list(examples),
+            input_artifacts=_pairs(sections.get("Consumes", [])),
+            output_artifacts=_pairs(sections.get("Produces", [])),
+            examples=sections.get("Examples", []),
             description=description,
         )
+
+
+def parse_command_doc(doc: str) -> tuple[str, dict[str, list[str]]]:
+    """``(first line, {section: [item lines]})`` of a command docstring."""
+    lines = inspect.cleandoc(doc).splitlines()
+    description = lines[0].strip() if lines else ""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines[1:]:
+        header = line.strip().rstrip(":")
+        if line and not line[0].isspace() and line.rstrip().endswith(":") and header in SECTIONS:
+            current = sections.setdefault(header, [])
+        elif current is not None and line.startswith((" ", "\t")) and line.strip():
+            current.append(line.strip())
+        elif line.strip():
+            current = None
+    return description, sections
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, _, text = item.partition(":")
+        out[name.strip()] = text.strip()
+    return out

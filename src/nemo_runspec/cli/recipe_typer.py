@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -51,15 +52,30 @@ class RecipeTyper(typer.Typer):
         self,
         func: Callable[..., Any],
         *,
-        meta: RecipeMeta,
+        meta: RecipeMeta | None = None,
+        spec: Any = None,
         rich_help_panel: str | None = None,
         name: str | None = None,
     ) -> Callable[..., Any]:
         """Register ``func`` (taking a ``typer.Context``) as a recipe command.
 
-        The command is named ``name`` or ``meta.command_name``; its help text is
-        ``meta.description`` (or the function docstring) plus the recipe panels.
+        ``meta`` defaults to :meth:`RecipeMeta.from_spec` of the recipe's runspec
+        ``spec`` and ``func``'s docstring. The command is named ``name`` or
+        ``meta.command_name``; its help text is ``meta.description`` plus the
+        recipe panels. An ``int`` that ``func`` returns is the exit code.
         """
+        if meta is None:
+            if spec is None:
+                raise TypeError("add_recipe_command needs meta= or spec=")
+            meta = RecipeMeta.from_spec(spec, func.__doc__)
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            code = func(*args, **kwargs)
+            if isinstance(code, int) and not isinstance(code, bool):
+                raise typer.Exit(code)
+            return code
+
         help_text = meta.description or (func.__doc__ or "").strip()
         return self.command(
             name=name or meta.command_name,
@@ -67,7 +83,7 @@ class RecipeTyper(typer.Typer):
             context_settings=dict(RECIPE_CONTEXT_SETTINGS),
             help=help_text,
             rich_help_panel=rich_help_panel,
-        )(func)
+        )(command)
 
     def add_failed_command(
         self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None

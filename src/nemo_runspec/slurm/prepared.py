@@ -56,6 +56,13 @@ class PreparedJob:
     """Files written into the job dir before submission (name -> text), e.g. train.yaml."""
     plan: PackagingPlan | None = None
     """What the packager shipped; written to ``packaging.json`` once the job is submitted."""
+    mode: str = "batch"
+    """``run`` (follow the job once submitted) or ``batch`` (submit and return)."""
+
+    @property
+    def attached(self) -> bool:
+        """True when submission follows the job to its end (``--run``)."""
+        return self.mode == "run"
 
     @property
     def is_ray(self) -> bool:
@@ -123,6 +130,11 @@ class SubmittedJob:
     exit_code: int | None = None
     prepared: PreparedJob | None = None
 
+    @property
+    def returncode(self) -> int:
+        """The command's exit status: the job's exit code when followed to the end, else 0."""
+        return self.exit_code or 0
+
 
 def prepare_job(
     job: CompiledJob | None = None,
@@ -187,6 +199,7 @@ def prepare_job(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
         secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
+        mode=mode,
     )
     bare_metal = container_image(values, runspec) is None
     plain = dict(env_vars or {})

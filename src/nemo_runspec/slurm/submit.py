@@ -92,10 +92,11 @@ def _cleanup_failed(job: PreparedJob) -> None:
 
 
 def submit(
-    job: PreparedJob, *, attached: bool, console: Any = None, poll: float = 2.0,
+    job: PreparedJob, *, attached: bool | None = None, console: Any = None, poll: float = 2.0,
     out: Any = None, on_interrupt: Callable[[SubmittedJob], str] | None = None,
 ) -> SubmittedJob:
-    """Submit ``job``. Detached: print the summary and return at once. Attached:
+    """Submit ``job``. Detached (``--batch``; the default follows ``job.mode``): print
+    the summary and return at once. Attached:
     show queue state, stream the log to ``out`` (stdout) and set ``exit_code``
     from sacct. Ctrl-C asks (TTY) to detach or cancel; without a TTY it detaches.
     ``job.plan`` (what was packaged) is written to ``packaging.json`` in the
@@ -104,6 +105,7 @@ def submit(
     from rich.console import Console
 
     console = console or Console(stderr=True)
+    attached = job.attached if attached is None else attached
     sub = submit_detached(job)
     if job.plan is not None:
         job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")

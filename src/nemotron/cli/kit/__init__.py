@@ -21,4 +21,4 @@ for _name, _module in (("preflight", "nemotron.cli.kit.preflight"),):
     except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
         app.add_failed_command(_name, exc)
     else:
-        app.add_recipe_command(getattr(_mod, _name), meta=_mod.META, name=_name)
+        app.add_recipe_command(getattr(_mod, _name), spec=_mod.SPEC, name=_name)

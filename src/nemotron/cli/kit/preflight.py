@@ -1,16 +1,8 @@
 """`nemotron kit preflight`: check a profile before anyone spends GPU-hours on it.
 
-All ranks rendezvous across all nodes, an all-reduce (NCCL with GPUs, gloo
-without) must return the right sum, and each rank reports host, GPU visibility
-and free memory; mounts and the job dir must be readable and writable, and the
-profile's env vars must be present (names only, values never printed). A
-per-node table is printed and the command exits non-zero on any failure.
-Without a profile it runs here.
-
-Reads top to bottom: the recipe script's runspec; the job compiled from the
-command line (config, overrides, env.toml profile); then a run here, or the
-code packaged, nemo-run's SlurmExecutor built and the job submitted. The FORK
-POINT marks what to replace to launch it on another backend.
+Same shape as `nano3 pretrain` (see its module docstring): the check is a
+recipe script run like any training stage, so it exercises the same launch
+path (packaging, executor, container, secrets) a real job would.
 """
 
 from __future__ import annotations
@@ -19,7 +11,6 @@ import typer
 
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
-from nemo_runspec.cli.meta import RecipeMeta
 from nemo_runspec.cli.recipe_config import parse_recipe_config
 from nemo_runspec.execution import run_local
 from nemo_runspec.job import compile_job
@@ -28,28 +19,28 @@ from nemo_runspec.slurm import prepare_job, submit
 from nemotron.recipes import RECIPES_DIR
 
 SPEC = parse_runspec(RECIPES_DIR / "kit/preflight.py")
-META = RecipeMeta.from_spec(
-    SPEC,
-    description="Check a profile: rendezvous, all-reduce, GPUs, memory, mounts and env on every node.",
-    outputs={"report": "preflight.json in the job dir (per-rank results)"},
-    examples=[
-        "nemotron kit preflight",
-        "nemotron kit preflight --run dev",
-        "nemotron kit preflight --run dev preflight.expect_gpus_per_node=8 'preflight.require_env=[HF_TOKEN]'",
-    ],
-)
 
 
-def preflight(ctx: typer.Context) -> None:
-    """Check a profile: rendezvous, all-reduce, GPUs, memory, mounts and env on every node."""
-    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + env.toml profile, with provenance
-    if job.is_local:  # no profile, or executor = "local": torchrun, one process per GPU (run.env.local_nproc on CPU)
-        raise typer.Exit(show_dry_run(job) if job.dry_run else run_local(job))
-    # FORK POINT: from here on the job goes to Slurm through nemo-run; to launch it
-    # elsewhere, replace these lines (docs/dev/architecture.md, "Forking a command").
-    packager, plan = build_packager(job)  # profile `packager`, else the recipe's default
-    slurm_job = prepare_job(job, packager, plan)  # SlurmExecutor + job dir; torchrun on every node (runspec launch)
-    if job.dry_run:  # the exact sbatch script, rendered offline; nothing is sent
-        raise typer.Exit(show_dry_run(job, slurm_job))
-    submitted = submit(slurm_job, attached=job.attached)  # --batch returns; --run follows the log
-    raise typer.Exit(submitted.exit_code or 0)
+def preflight(ctx: typer.Context) -> int:
+    """Check a profile: rendezvous, all-reduce, GPUs, memory, mounts and env on every node.
+
+    All ranks rendezvous across all nodes; an all-reduce (NCCL with GPUs, gloo
+    without) must return the right sum; each rank reports host, GPU visibility
+    and free memory; mounts and the job dir must be readable and writable, and
+    the profile's env vars present (names only, values never printed). A
+    per-node table is printed and the command exits non-zero on any failure.
+
+    Examples:
+        nemotron kit preflight
+        nemotron kit preflight --run dev
+        nemotron kit preflight --run dev preflight.expect_gpus_per_node=8 'preflight.require_env=[HF_TOKEN]'
+    Produces:
+        report: preflight.json in the job dir (per-rank results)
+    """
+    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
+    if job.is_local:  # no profile, or executor = "local": torchrun here
+        return show_dry_run(job) if job.dry_run else run_local(job)
+    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
+    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
+    slurm_job = prepare_job(job, *build_packager(job))  # packaged code + SlurmExecutor (torchrun)
+    return show_dry_run(job, slurm_job) if job.dry_run else submit(slurm_job).returncode

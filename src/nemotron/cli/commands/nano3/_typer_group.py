@@ -21,9 +21,9 @@ COMMANDS: list[tuple[RecipeTyper, str, str, str | None]] = [
     (app, "pretrain", f"{_PKG}.pretrain", "Training stages"),
     (app, "sft", f"{_PKG}.sft", "Training stages"),
     (app, "rl", f"{_PKG}.rl", "Training stages"),
-    (prep_app, "pretrain", f"{_PKG}.data.prep.pretrain", None),
-    (prep_app, "sft", f"{_PKG}.data.prep.sft", None),
-    (prep_app, "rl", f"{_PKG}.data.prep.rl", None),
+    (prep_app, "pretrain", f"{_PKG}.data.prep", None),
+    (prep_app, "sft", f"{_PKG}.data.prep", None),
+    (prep_app, "rl", f"{_PKG}.data.prep", None),
 ]
 
 for _target, _name, _module, _panel in COMMANDS:
@@ -32,7 +32,8 @@ for _target, _name, _module, _panel in COMMANDS:
     except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
         _target.add_failed_command(_name, exc, rich_help_panel=_panel)
     else:
-        _target.add_recipe_command(getattr(_mod, _name), meta=_mod.META, rich_help_panel=_panel, name=_name)
+        _spec = _mod.SPECS[_name] if hasattr(_mod, "SPECS") else _mod.SPEC
+        _target.add_recipe_command(getattr(_mod, _name), spec=_spec, rich_help_panel=_panel, name=_name)
 
 data_app.add_typer(prep_app, name="prep")
 try:

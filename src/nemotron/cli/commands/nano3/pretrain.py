@@ -1,9 +1,9 @@
-"""`nemotron nano3 pretrain`: Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun).
+"""`nemotron nano3 pretrain`: the forkable command of the pretraining stage.
 
-Reads top to bottom: the recipe script's runspec; the job compiled from the
-command line (config, overrides, env.toml profile); then a run here, or the
-code packaged, nemo-run's SlurmExecutor built and the job submitted. The FORK
-POINT marks what to replace to launch it on another backend.
+It reads as the reference describes: the recipe script's runspec; the job
+compiled from the command line; a run here, or the code packaged, nemo-run's
+SlurmExecutor built and the job submitted (``--dry-run`` shows the exact
+script). Everything past the FORK POINT is what to replace to launch elsewhere.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import typer
 
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
-from nemo_runspec.cli.meta import RecipeMeta
 from nemo_runspec.cli.recipe_config import parse_recipe_config
 from nemo_runspec.execution import run_local
 from nemo_runspec.job import compile_job
@@ -21,29 +20,27 @@ from nemo_runspec.slurm import prepare_job, submit
 from nemotron.recipes import RECIPES_DIR
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage0_pretrain/train.py")
-META = RecipeMeta.from_spec(
-    SPEC,
-    description="Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun).",
-    inputs={"data": "tokenized pretraining corpus (run.data, from nano3 data prep pretrain)"},
-    outputs={"model": "pretrained checkpoint (checkpoint.save)"},
-    examples=[
-        "nemotron nano3 pretrain -c tiny --dry-run",
-        "nemotron nano3 pretrain -c tiny --run dev train.train_iters=50",
-        "nemotron nano3 pretrain --batch prod run.env.nodes=8 -- --extra-script-flag",
-    ],
-)
 
 
-def pretrain(ctx: typer.Context) -> None:
-    """Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun)."""
-    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + env.toml profile, with provenance
-    if job.is_local:  # no profile, or executor = "local": torchrun, one process per GPU (run.env.local_nproc on CPU)
-        raise typer.Exit(show_dry_run(job) if job.dry_run else run_local(job))
-    # FORK POINT: from here on the job goes to Slurm through nemo-run; to launch it
-    # elsewhere, replace these lines (docs/dev/architecture.md, "Forking a command").
-    packager, plan = build_packager(job)  # profile `packager`, else the recipe's default
-    slurm_job = prepare_job(job, packager, plan)  # SlurmExecutor + job dir; torchrun on every node (runspec launch)
-    if job.dry_run:  # the exact sbatch script, rendered offline; nothing is sent
-        raise typer.Exit(show_dry_run(job, slurm_job))
-    submitted = submit(slurm_job, attached=job.attached)  # --batch returns; --run follows the log
-    raise typer.Exit(submitted.exit_code or 0)
+def pretrain(ctx: typer.Context) -> int:
+    """Pretrain Nemotron 3 Nano with Megatron-Bridge (torchrun).
+
+    torchrun starts one process per GPU on each node. Without Megatron-Bridge,
+    the tiny configs train a small GPT on the CPU instead (docs/training.md).
+
+    Examples:
+        nemotron nano3 pretrain -c tiny --dry-run
+        nemotron nano3 pretrain -c tiny --run dev train.train_iters=50
+        nemotron nano3 pretrain --batch prod run.env.nodes=8 -- --extra-script-flag
+    Consumes:
+        data: tokenized pretraining corpus (run.data, from nano3 data prep pretrain)
+    Produces:
+        model: pretrained checkpoint (checkpoint.save)
+    """
+    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
+    if job.is_local:  # no profile, or executor = "local": torchrun here
+        return show_dry_run(job) if job.dry_run else run_local(job)
+    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
+    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
+    slurm_job = prepare_job(job, *build_packager(job))  # packaged code + SlurmExecutor (torchrun)
+    return show_dry_run(job, slurm_job) if job.dry_run else submit(slurm_job).returncode

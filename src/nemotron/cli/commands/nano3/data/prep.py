@@ -1,0 +1,63 @@
+"""`nemotron nano3 data prep pretrain|sft|rl`: raw data -> each stage's training data (Ray).
+
+The three stages are one program over three recipe scripts, so they share one
+flow, :func:`prepare`, forkable like every recipe command: the runspec, the
+job compiled from the command line, a run here (a local Ray instance) or a
+Ray job on Slurm through nemo-run (``--dry-run`` shows the exact script).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import typer
+
+from nemo_runspec import Runspec
+from nemo_runspec import parse as parse_runspec
+from nemo_runspec.cli.display import show_dry_run
+from nemo_runspec.cli.recipe_config import parse_recipe_config
+from nemo_runspec.execution import run_local
+from nemo_runspec.job import compile_job
+from nemo_runspec.packaging import build_packager
+from nemo_runspec.slurm import prepare_job, submit
+from nemotron.recipes import RECIPES_DIR
+
+SPECS = {
+    "pretrain": parse_runspec(RECIPES_DIR / "nano3/stage0_pretrain/data_prep.py"),
+    "sft": parse_runspec(RECIPES_DIR / "nano3/stage1_sft/data_prep.py"),
+    "rl": parse_runspec(RECIPES_DIR / "nano3/stage2_rl/data_prep.py"),
+}
+HELP = """Prepare the {stage} data for Nemotron 3 Nano (Ray).
+
+Examples:
+    nemotron nano3 data prep {stage} -c tiny --dry-run
+    nemotron nano3 data prep {stage} --run dev num_shards=16 sample=1000
+Consumes:
+    raw: raw JSONL/Parquet files (input.paths)
+    tokenizer: tokenizer.json (tokenizer.path)
+Produces:
+    data: prepared {stage} data (run.output, e.g. nano3-{stage}-data:latest)
+"""
+
+
+def prepare(spec: Runspec, ctx: typer.Context) -> int:
+    """Compile the data prep of ``spec``'s stage, then run, show or submit it."""
+    job = compile_job(spec, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
+    if job.is_local:  # no profile, or executor = "local": a local Ray instance
+        return show_dry_run(job) if job.dry_run else run_local(job)
+    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
+    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
+    slurm_job = prepare_job(job, *build_packager(job))  # packaged code + SlurmExecutor (Ray template)
+    return show_dry_run(job, slurm_job) if job.dry_run else submit(slurm_job).returncode
+
+
+def _stage_command(stage: str) -> Callable[[typer.Context], int]:
+    def command(ctx: typer.Context) -> int:
+        return prepare(SPECS[stage], ctx)
+
+    command.__name__ = command.__qualname__ = stage
+    command.__doc__ = HELP.format(stage=stage)
+    return command
+
+
+pretrain, sft, rl = (_stage_command(stage) for stage in SPECS)

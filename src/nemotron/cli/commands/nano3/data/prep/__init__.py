@@ -1,1 +1,0 @@
-"""`nemotron nano3 data prep`: data preparation for each stage."""
