@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -95,21 +95,8 @@ class Runspec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # MappingProxyType cannot be pickled; rebuild from plain values instead.
-        return (
-            _rebuild_runspec,
-            (
-                self.name,
-                self.script_path,
-                self.schema,
-                self.docs,
-                self.image,
-                self.setup,
-                self.run,
-                self.config,
-                self.resources,
-                dict(self.env),
-            ),
-        )
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        return (_rebuild_runspec, ({**kwargs, "env": dict(self.env)},))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form for display and JSON (paths as strings, env as a dict)."""
@@ -128,27 +115,5 @@ class Runspec:
         }
 
 
-def _rebuild_runspec(
-    name: str,
-    script_path: Path,
-    schema: str,
-    docs: str | None,
-    image: str | None,
-    setup: str | None,
-    run: RunspecRun,
-    config: RunspecConfig,
-    resources: RunspecResources,
-    env: dict[str, str],
-) -> Runspec:
-    return Runspec(
-        name=name,
-        script_path=script_path,
-        schema=schema,
-        docs=docs,
-        image=image,
-        setup=setup,
-        run=run,
-        config=config,
-        resources=resources,
-        env=env,
-    )
+def _rebuild_runspec(kwargs: dict[str, Any]) -> Runspec:
+    return Runspec(**kwargs)

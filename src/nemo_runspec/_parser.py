@@ -29,21 +29,19 @@ from nemo_runspec._models import (
     RunspecResources,
     RunspecRun,
 )
+from nemo_runspec._pep723 import BLOCK_TYPE, Block, find_block
 from nemo_runspec._suggest import closest, did_you_mean
 from nemo_runspec._toml_lines import line_map
 from nemo_runspec.errors import RunspecError
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
 
-#: The PEP 723 block type that carries ``[tool.runspec]``.
-BLOCK_TYPE = "script"
-
-_OPENER = re.compile(r"# /// ([a-zA-Z0-9-]+)")
-_CLOSER = "# ///"
-_BOM = "\ufeff"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_EOD = re.compile(r"\s*\(at end of document\)\s*$")
+
+# Defaults of the optional tables: the dataclasses' own (_models.py is their one home).
+_RUN, _CONFIG, _RESOURCES = RunspecRun(), RunspecConfig(), RunspecResources()
 
 # Keys allowed in each table (relative to [tool.runspec]).
 TOP_KEYS: tuple[str, ...] = (
@@ -54,97 +52,6 @@ CONFIG_KEYS: tuple[str, ...] = ("dir", "default", "format")
 RESOURCES_KEYS: tuple[str, ...] = ("nodes", "gpus_per_node")
 
 
-# --------------------------------------------------------------------------- block
-
-class _Block:
-    """The ``script`` block: its TOML text and where it sits in the file."""
-
-    __slots__ = ("opener_line", "lines")
-
-    def __init__(self, opener_line: int, lines: list[str]) -> None:
-        self.opener_line = opener_line  # 1-based line of "# /// script"
-        self.lines = lines  # TOML lines; lines[k] is script line opener_line + 1 + k
-
-    def script_line(self, toml_line: int) -> int:
-        """Map a 1-based TOML line number to the 1-based script line number."""
-        return self.opener_line + toml_line
-
-
-def _is_content(line: str) -> bool:
-    return line == "#" or line.startswith("# ")
-
-
-def _split_lines(text: str) -> list[str]:
-    if text.startswith(_BOM):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text.split("\n")
-
-
-def _find_block(text: str, path: str) -> _Block:
-    """Locate the single ``# /// script`` block (PEP 723 rules, line by line).
-
-    A block runs from its opener over consecutive comment lines; it ends at the
-    last ``# ///`` line of that run (PEP 723 gives the closing line precedence
-    only when no content follows). A line that opens another block also ends the
-    run, so two adjacent blocks are seen as two blocks, not as one broken one.
-    """
-    lines = _split_lines(text)
-    found: list[tuple[int, list[str]]] = []
-    n = len(lines)
-    i = 0
-    while i < n:
-        line = lines[i]
-        if not line.startswith("# /// "):
-            i += 1
-            continue
-        m = _OPENER.fullmatch(line)
-        if m is None:
-            i += 1
-            continue
-        block_type = m.group(1)
-        close = -1
-        j = i + 1
-        while j < n:
-            cur = lines[j]
-            if cur == _CLOSER:
-                close = j
-            elif not _is_content(cur) or _OPENER.fullmatch(cur):
-                break
-            j += 1
-        if close < 0:
-            if block_type == BLOCK_TYPE:
-                raise RunspecError(
-                    f"'# /// {BLOCK_TYPE}' block opened at line {i + 1} is never closed with '# ///'",
-                    path=path,
-                    line=i + 1,
-                    hint="end the block with a line that is exactly '# ///'",
-                )
-            i += 1
-            continue
-        if block_type == BLOCK_TYPE:
-            content = [ln[2:] if len(ln) > 1 else "" for ln in lines[i + 1 : close]]
-            found.append((i + 1, content))
-        i = close + 1
-    if not found:
-        raise RunspecError(
-            f"no '# /// {BLOCK_TYPE}' block",
-            path=path,
-            hint="add a PEP 723 block: '# /// script', '# [tool.runspec]', "
-            "'# name = \"...\"', '# ///' at the top of the script",
-        )
-    if len(found) > 1:
-        first, second = found[0][0], found[1][0]
-        raise RunspecError(
-            f"two '# /// {BLOCK_TYPE}' blocks, at lines {first} and {second}",
-            path=path,
-            line=second,
-            hint="PEP 723 allows one block per type; merge them into one",
-        )
-    return _Block(found[0][0], found[0][1])
-
-
 # --------------------------------------------------------------------------- key -> line
 
 class _Locator:
@@ -152,7 +59,7 @@ class _Locator:
 
     __slots__ = ("block", "_map")
 
-    def __init__(self, block: _Block) -> None:
+    def __init__(self, block: Block) -> None:
         self.block = block
         self._map: dict[tuple[str, ...], int] | None = None
 
@@ -302,7 +209,7 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
 
     run_t = chk.table(data, "run")
     chk.unknown_keys(run_t, RUN_KEYS, "run.")
-    launch = chk.string(run_t, "launch", "run.launch", "torchrun")
+    launch = chk.string(run_t, "launch", "run.launch", _RUN.launch)
     if launch not in LAUNCH_VALUES:
         canonical = LAUNCH_SYNONYMS.get(launch)  # type: ignore[arg-type]
         if canonical is not None:
@@ -310,7 +217,7 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         else:
             chk.fail("run.launch", f"invalid run.launch {launch!r}",
                      did_you_mean(str(launch), (*LAUNCH_VALUES, *LAUNCH_SYNONYMS), listing=True))
-            launch = "torchrun"
+            launch = _RUN.launch
     run = RunspecRun(
         launch=launch,  # type: ignore[arg-type]
         cmd=chk.string(run_t, "cmd", "run.cmd", None),
@@ -320,17 +227,18 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     cfg_t = chk.table(data, "config")
     chk.unknown_keys(cfg_t, CONFIG_KEYS, "config.")
     config = RunspecConfig(
-        dir=chk.string(cfg_t, "dir", "config.dir", "./config"),  # type: ignore[arg-type]
-        default=chk.string(cfg_t, "default", "config.default", "default"),  # type: ignore[arg-type]
-        format=chk.string(cfg_t, "format", "config.format", "omegaconf"),  # type: ignore[arg-type]
+        dir=chk.string(cfg_t, "dir", "config.dir", _CONFIG.dir),  # type: ignore[arg-type]
+        default=chk.string(cfg_t, "default", "config.default", _CONFIG.default),  # type: ignore[arg-type]
+        format=chk.string(cfg_t, "format", "config.format", _CONFIG.format),  # type: ignore[arg-type]
     )
 
     res_t = chk.table(data, "resources")
     chk.unknown_keys(res_t, RESOURCES_KEYS, "resources.")
     resources = RunspecResources(
-        nodes=chk.count(res_t, "nodes", "resources.nodes", 1),
+        nodes=chk.count(res_t, "nodes", "resources.nodes", _RESOURCES.nodes),
         # 0 is allowed: CPU-only stages (Ray data prep) declare gpus_per_node = 0.
-        gpus_per_node=chk.count(res_t, "gpus_per_node", "resources.gpus_per_node", 8, minimum=0),
+        gpus_per_node=chk.count(res_t, "gpus_per_node", "resources.gpus_per_node",
+                                _RESOURCES.gpus_per_node, minimum=0),
     )
 
     env_t = chk.table(data, "env")
@@ -348,23 +256,13 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
 
     if chk.errors:
         return None, chk.errors
-    spec = Runspec(
-        name=name,  # type: ignore[arg-type]
-        script_path=Path(script_path),
-        schema=schema,
-        docs=docs,
-        image=image,
-        setup=setup,
-        run=run,
-        config=config,
-        resources=resources,
-        env=env,
-    )
+    spec = Runspec(name=name, script_path=Path(script_path), schema=schema, docs=docs,  # type: ignore[arg-type]
+                   image=image, setup=setup, run=run, config=config, resources=resources, env=env)
     return spec, []
 
 
 def _load_table(text: str, path: str) -> tuple[Any, _Locator]:
-    block = _find_block(text, path)
+    block = find_block(text, path)
     try:
         data = tomllib.loads("\n".join(block.lines) + "\n")
     except tomllib.TOMLDecodeError as exc:

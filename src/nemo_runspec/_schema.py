@@ -11,7 +11,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nemo_runspec._models import LAUNCH_SYNONYMS, LAUNCH_VALUES
+from nemo_runspec._models import (
+    LAUNCH_SYNONYMS,
+    LAUNCH_VALUES,
+    RunspecConfig,
+    RunspecResources,
+    RunspecRun,
+)
+
+# Defaults come from the dataclasses (their one home), so the schema cannot drift.
+_RUN, _CONFIG, _RESOURCES = RunspecRun(), RunspecConfig(), RunspecResources()
 
 __all__ = ["runspec_json_schema", "SCHEMA_ID"]
 
@@ -56,7 +65,7 @@ _SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "How the script is started.",
             "additionalProperties": False,
-            "default": {"launch": "torchrun"},
+            "default": {"launch": _RUN.launch},
             "properties": {
                 "launch": {
                     "description": (
@@ -67,7 +76,7 @@ _SCHEMA: dict[str, Any] = {
                     ),
                     "type": "string",
                     "enum": [*LAUNCH_VALUES, *LAUNCH_SYNONYMS],
-                    "default": "torchrun",
+                    "default": _RUN.launch,
                 },
                 "cmd": _string("Command template that replaces the default launch command."),
                 "workdir": _string("Working directory of the command on the cluster."),
@@ -77,26 +86,27 @@ _SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "Where the recipe's configs live.",
             "additionalProperties": False,
-            "default": {"dir": "./config", "default": "default", "format": "omegaconf"},
+            "default": _CONFIG.to_dict(),
             "properties": {
                 "dir": _string(
-                    "Config directory, relative to the script file's directory.", "./config"
+                    "Config directory, relative to the script file's directory.", _CONFIG.dir
                 ),
                 "default": _string(
-                    "Config used when -c/--config is not given (name without .yaml).", "default"
+                    "Config used when -c/--config is not given (name without .yaml).", _CONFIG.default
                 ),
-                "format": _string("Config format understood by the recipe.", "omegaconf"),
+                "format": _string("Config format understood by the recipe.", _CONFIG.format),
             },
         },
         "resources": {
             "type": "object",
             "description": "Default resources; env.toml profiles and overrides win.",
             "additionalProperties": False,
-            "default": {"nodes": 1, "gpus_per_node": 8},
+            "default": _RESOURCES.to_dict(),
             "properties": {
-                "nodes": _count("Number of nodes (at least 1).", 1),
+                "nodes": _count("Number of nodes (at least 1).", _RESOURCES.nodes),
                 "gpus_per_node": _count(
-                    "GPUs (and torchrun processes) per node; 0 for CPU-only stages.", 8, minimum=0
+                    "GPUs (and torchrun processes) per node; 0 for CPU-only stages.",
+                    _RESOURCES.gpus_per_node, minimum=0,
                 ),
             },
         },

@@ -37,7 +37,6 @@ app = typer.Typer(
 
 #: Directory names never searched by ``validate``.
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
-_OPENER = "# /// script"
 
 
 def _debug() -> bool:
@@ -110,9 +109,9 @@ def _has_block(path: Path) -> bool:
         return False
     if b"# /// script" not in raw:
         return False
-    from nemo_runspec._parser import _split_lines
+    from nemo_runspec._pep723 import has_opener
 
-    return _OPENER in _split_lines(raw.decode("utf-8", errors="replace"))
+    return has_opener(raw.decode("utf-8", errors="replace"))
 
 
 def _discover(root: Path) -> Iterator[Path]:
