@@ -2,7 +2,7 @@
 # Install the project with its test extras, bring up the local Slurm cluster and
 # sshd, then run pytest. Extra arguments go to pytest:
 #   scripts/test.sh                          # the whole suite
-#   scripts/test.sh tests/test_env.py -k foo # a subset
+#   scripts/test.sh tests/nemo_runspec/env -k foo # a subset
 # Exits with pytest's exit code. Never reads stdin (CI runs it with none).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -32,6 +32,7 @@ from nemo_runspec.config.loader import (
     config_info,
     list_configs,
     load_config,
+    load_config_file,
     parse_config,
     resolve_config_path,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "git_info",
     "list_configs",
     "load_config",
+    "load_config_file",
     "parse_config",
     "parse_override",
     "parse_value",

@@ -271,3 +271,18 @@ def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: s
     cfg = apply_overrides(cfg, list(getattr(ctx, "overrides", None) or []))
     _remember(cfg, info)
     return cfg
+
+
+def load_config_file(path: str | os.PathLike[str], overrides: list[str] | tuple[str, ...] = (),
+                     *, source: str = "command line") -> DictConfig:
+    """The loader of recipe scripts (locally and on the cluster): one YAML file,
+    its ``defaults:`` chain looked up next to it, then ``key=value`` overrides
+    with the grammar and typo checks the CLI uses (:func:`apply_overrides`).
+
+    Interpolations (``${art:...}``) are kept unresolved.
+    """
+    from nemo_runspec.config.overrides import apply_overrides
+
+    p = Path(path).expanduser()
+    cfg, _ = load_config(str(p if p.is_absolute() else Path.cwd() / p), p.parent)
+    return apply_overrides(cfg, list(overrides), source=source)

@@ -2,8 +2,8 @@
 
 ``python data_prep.py --config CONFIG.yaml [key=value ...]``: the YAML is the recipe
 config (its ``run:`` section is ignored; a ``defaults: [name]`` list is merged from
-sibling files first); ``key=value`` arguments are OmegaConf dotlist overrides such
-as ``sample=100`` or ``workers=2``.
+sibling files first); ``key=value`` arguments are overrides such as ``sample=100``
+or ``workers=2``, with the CLI's grammar (:mod:`nemo_runspec.config.overrides`).
 """
 
 from __future__ import annotations
@@ -19,37 +19,21 @@ from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
 KINDS = ("pretrain", "sft", "rl")
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None, _seen: tuple[str, ...] = ()) -> Any:
-    """Load a YAML config, merging its ``defaults:`` chain and then ``overrides``."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
+    """The recipe config at ``path`` (its ``defaults:`` chain merged) with ``overrides``.
 
-    p = Path(path).expanduser().resolve()
-    if not p.is_file():
-        raise ConfigError(f"config file {path} not found")
-    if str(p) in _seen:
-        raise ConfigError(f"config defaults cycle: {' -> '.join((*_seen, str(p)))}", path=str(p))
-    try:
-        cfg = OmegaConf.load(p)
-    except (OmegaConfBaseException, ValueError) as exc:
-        raise ConfigError(f"cannot parse config: {exc}", path=str(p)) from None
-    defaults = cfg.pop("defaults", None) if "defaults" in cfg else None
-    if defaults:
-        merged = OmegaConf.create()
-        for name in defaults:
-            name = str(name)
-            target = p.parent / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
-            merged = OmegaConf.merge(merged, load_config(target, None, (*_seen, str(p))))
-        cfg = OmegaConf.merge(merged, cfg)
-    if overrides:
-        bad = [o for o in overrides if "=" not in o or o.startswith("-")]
-        if bad:
-            raise ConfigError(f"unexpected argument {bad[0]!r}", hint="overrides look like key=value, e.g. sample=100")
-        try:
-            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist([o.removeprefix("+") for o in overrides]))
-        except OmegaConfBaseException as exc:
-            raise ConfigError(f"bad override: {exc}") from None
-    return cfg
+    The same loader and override grammar as the CLI
+    (:func:`nemo_runspec.config.load_config_file`): ``key=value`` sets an existing
+    key (a typo is an error), ``+key=value`` adds one. A word that is not an
+    override (``--flag``) is an unexpected argument.
+    """
+    from nemo_runspec.config import load_config_file
+
+    overrides = list(overrides or [])
+    bad = [o for o in overrides if o.startswith("-") or ("=" not in o and not o.startswith("~"))]
+    if bad:
+        raise ConfigError(f"unexpected argument {bad[0]!r}", hint="overrides look like key=value, e.g. sample=100")
+    return load_config_file(path, overrides)
 
 
 def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path | None = None) -> int:

@@ -74,10 +74,11 @@ def parse_args(description: str, argv: list[str] | None = None) -> tuple[argpars
 
 
 def load_config(path: str, extra: list[str]) -> Any:
-    """Load the YAML (merging a ``defaults:`` chain) and apply ``key=value`` extras as overrides."""
-    from nemotron.data_prep.cli import load_config as _load
+    """Load the YAML (merging a ``defaults:`` chain) and apply ``key=value`` extras as
+    overrides, with the CLI's loader and grammar."""
+    from nemo_runspec.config import load_config_file
 
-    return _load(path, [e for e in extra if "=" in e and not e.startswith("-")])
+    return load_config_file(path, [e for e in extra if "=" in e and not e.startswith("-")])
 
 
 def job_dir() -> Path:

@@ -51,6 +51,9 @@ def _load_config(path: str | None) -> dict[str, Any]:
     """
     if not path:
         return {}
+    # Plain PyYAML on purpose: preflight stays self-contained (stdlib + PyYAML)
+    # so it ships alone and runs on a node before the project is installed.
+    # The CLI has already merged the config into train.yaml.
     import yaml
 
     data = yaml.safe_load(Path(path).read_text()) or {}

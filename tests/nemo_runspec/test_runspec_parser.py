@@ -12,10 +12,10 @@ import jsonschema  # installed with ray, a core dependency
 import pytest
 import tomli_w
 
-from import_probes import imported_after
 from nemo_runspec import Runspec, RunspecError, parse, parse_text
 from nemo_runspec._parser import clear_cache, collect_errors
 from nemo_runspec._schema import runspec_json_schema
+from tests.import_probes import imported_after
 
 
 def block(*toml_lines: str, block_type: str = "script") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 SECRET = "hf_secretvalue1234567890abcdefXYZ"
 WANDB_SECRET = "wandbsecret-0123456789"

@@ -16,7 +16,7 @@ from nemo_runspec.cli_context import split_global_args, split_unknown_args
 from nemo_runspec.errors import CLIUsageError
 from nemo_runspec.recipe_config import recipe_config_from
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 PY = sys.executable
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from import_probes import nemotron_heavy_imports
 from nemotron.cli.commands.env import app
+from tests.import_probes import nemotron_heavy_imports
 
 ENV = """
 [base]

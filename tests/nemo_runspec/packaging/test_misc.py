@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 import json
 
-from import_probes import imported_after
 from nemo_runspec.packaging import cache as pcache
 from nemo_runspec.packaging.manifest import FileEntry, PackagingPlan
 from nemo_runspec.packaging.progress import ProgressEvent, console_progress
+from tests.import_probes import imported_after
 
 
 def test_import_is_cheap_and_does_not_pull_nemo_run():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 PY = sys.executable
 CONFIG_DIR = ROOT / "src/nemotron/recipes/nano3/stage0_pretrain/config"

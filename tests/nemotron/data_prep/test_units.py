@@ -80,8 +80,13 @@ def test_shipped_tokenizer_and_template():
 def test_load_config_defaults_chain_and_overrides(tmp_path):
     (tmp_path / "default.yaml").write_text("a: 1\nb: {c: 2, d: 3}\nrun: {x: 1}\n")
     (tmp_path / "tiny.yaml").write_text("defaults:\n  - default\nb: {c: 20}\n")
-    cfg = load_config(tmp_path / "tiny.yaml", ["b.d=30", "sample=5"])
+    cfg = load_config(tmp_path / "tiny.yaml", ["b.d=30", "+sample=5"])
     assert cfg.a == 1 and cfg.b.c == 20 and cfg.b.d == 30 and cfg.sample == 5
+    # one grammar with the CLI: a key the config does not have is a typo until added with +
+    with pytest.raises(ConfigError, match="unknown key 'sample'.*use '\\+sample=5'"):
+        load_config(tmp_path / "tiny.yaml", ["sample=5"])
+    with pytest.raises(ConfigError, match="did you mean 'b.d'"):
+        load_config(tmp_path / "tiny.yaml", ["b.dd=1"])
     with pytest.raises(ConfigError, match="unexpected argument"):
         load_config(tmp_path / "tiny.yaml", ["--bogus"])
     with pytest.raises(ConfigError, match="not found"):
@@ -89,7 +94,7 @@ def test_load_config_defaults_chain_and_overrides(tmp_path):
 
 
 def test_shipped_configs_load():
-    root = Path(__file__).resolve().parents[1] / "src/nemotron/recipes/nano3"
+    root = Path(__file__).resolve().parents[3] / "src/nemotron/recipes/nano3"
     for stage in ("stage0_pretrain", "stage1_sft", "stage2_rl"):
         for name in ("default", "tiny"):
             cfg = load_config(root / stage / "config/data_prep" / f"{name}.yaml")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from import_probes import imported_after
 from nemo_runspec.cli_context import GlobalContext
 from nemo_runspec.config import config_info, list_configs, parse_config
 from nemo_runspec.errors import ConfigError
+from tests.import_probes import imported_after
 
 
 def write(path: Path, text: str) -> Path:

@@ -18,7 +18,7 @@ from nemotron.data_prep.rl import run_rl
 from nemotron.data_prep.sft import run_sft
 from nemotron.data_prep.tokenizer import train_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "src" / "nemotron" / "recipes" / "nano3"
 STAGES = {"pretrain": "stage0_pretrain", "sft": "stage1_sft", "rl": "stage2_rl"}
 WORDS = "alpha beta gamma delta river stone cloud paper light north quick brown fox jumps lazy dog".split()

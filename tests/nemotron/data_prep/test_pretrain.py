@@ -18,7 +18,7 @@ from nemo_runspec.errors import ExecutionError  # noqa: E402
 from nemotron.data_prep.pretrain import run_pretrain  # noqa: E402
 from nemotron.data_prep.tokenizer import train_tokenizer  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 WORDS = ("alpha beta gamma delta shard token model data river stone cloud paper light north "
          "quick brown fox jumps over lazy dog seven eleven merge split write read").split()
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from import_probes import imported_after, nemotron_heavy_imports
 from nemo_runspec import parse
 from nemo_runspec._parser import clear_cache
 from nemo_runspec._schema import runspec_json_schema
 from nemotron.cli.commands.runspec import app
+from tests.import_probes import imported_after, nemotron_heavy_imports
 
 RUN_APP = "from nemotron.cli.commands.runspec import app; app()"
 WIDE = {"COLUMNS": "250", "NO_COLOR": "1", "NEMOTRON_DEBUG": ""}

@@ -12,7 +12,7 @@ import pytest
 
 from nemo_runspec.packaging.code import package_code
 from nemo_runspec.packaging.manifest import PackagingPlan
-from test_packaging_helpers import git, make_repo, tar_contents
+from tests.nemo_runspec.packaging.git_repos import git, make_repo, tar_contents
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import pytest
 from nemo_runspec import parse
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging.select import build_packager, default_packager_kind
-from test_packaging_helpers import git, make_repo, tar_contents
+from tests.nemo_runspec.packaging.git_repos import git, make_repo, tar_contents
 
 HEADER = '# /// script\n# [tool.runspec]\n# name = "t/{name}"\n#\n# [tool.runspec.run]\n# launch = "{launch}"\n# ///\n'
 

@@ -10,7 +10,7 @@ import pytest
 
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging.git import package_git
-from test_packaging_helpers import git, make_repo, tar_contents
+from tests.nemo_runspec.packaging.git_repos import git, make_repo, tar_contents
 
 
 @pytest.fixture(autouse=True)
