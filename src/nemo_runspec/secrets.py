@@ -163,6 +163,8 @@ def _mask_assignment(m: re.Match[str]) -> str:
     val = m.group("val")
     if val.startswith("$") or val in ("null", "None", "~", "''", '""'):
         return m.group(0)  # a reference, not a value
+    if val.lower() in ("true", "false"):
+        return m.group(0)  # a flag (use_auth_token: true), not a secret value
     return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED}{m.group('q')}"
 
 

@@ -106,3 +106,86 @@ def test_tokenizer_special_tokens_are_not_secrets(name):
 @pytest.mark.parametrize("name", ["user_token", "refresh_token", "API_TOKEN", "SLACK_TOKEN"])
 def test_credential_tokens_stay_secret(name):
     assert is_secret_name(name)
+
+
+# ---------------------------------------------------------------- the one secret-value rule
+
+def test_find_secret_values_walks_every_depth_and_dedups() -> None:
+    from nemo_runspec.secrets import find_secret_values
+
+    job = {
+        "run": {"env": {"env_vars": {"HF_TOKEN": "hf-value-1", "NODES": "2"}}},
+        "data": [{"api_key": "key-value-2"}, ({"password": "pw-value-3"},)],
+        "again": {"HF_TOKEN": "hf-value-1"},
+        "port_secret": 31337,
+    }
+    assert find_secret_values(job, {"db_password": "pw-value-4"}) == [
+        "hf-value-1", "key-value-2", "pw-value-3", "31337", "pw-value-4",
+    ]
+
+
+@pytest.mark.parametrize("value", [True, False, None, "", "${oc.env:HF_TOKEN}", "${art:data,path}"])
+def test_not_secret_values(value) -> None:
+    from nemo_runspec.secrets import find_secret_values, is_secret_value
+
+    assert is_secret_value(value) is False
+    assert find_secret_values({"HF_TOKEN": value}) == []
+
+
+def test_reference_inside_text_is_a_value() -> None:
+    """Only a whole ``${...}`` is a reference; text around one is a literal."""
+    from nemo_runspec.secrets import find_secret_values
+
+    assert find_secret_values({"token": "x${a}y"}) == ["x${a}y"]
+    assert find_secret_values({"token": "${a}${b}"}) == ["${a}${b}"]
+
+
+def test_label_tables_are_skipped() -> None:
+    from nemo_runspec.secrets import find_secret_values
+
+    run = {"env_sources": {"env_vars.HF_TOKEN": "env.toml:12 [dev]"}, "env": {"HF_TOKEN": "real-1"}}
+    assert find_secret_values(run) == ["real-1"]
+
+
+def test_short_values_are_hidden_under_their_key_but_not_searched_in_text() -> None:
+    from nemo_runspec.secrets import MIN_SEARCH_LENGTH, searchable
+
+    short = "a" * (MIN_SEARCH_LENGTH - 1)
+    long = "b" * MIN_SEARCH_LENGTH
+    assert searchable([short, long, None]) == [long]
+    out = redact({"api_key": short, "note": f"say {short} and {long}"}, extra_values=[short, long])
+    assert out["api_key"] == REDACTED
+    assert out["note"] == f"say {short} and {REDACTED}"
+
+
+def test_bools_are_kept_everywhere() -> None:
+    """A flag under a secret-looking name is not a secret: kept in objects and in text."""
+    assert redact({"use_auth_token": True}) == {"use_auth_token": True}
+    assert redact_text("use_auth_token: true\nHF_TOKEN=false") == "use_auth_token: true\nHF_TOKEN=false"
+    assert redact_text("HF_TOKEN=abcdefgh") == f"HF_TOKEN={REDACTED}"
+
+
+def test_saved_configs_and_script_config_use_the_same_rule() -> None:
+    """What the script config drops, the saved files redact: the same values, no more."""
+    from omegaconf import OmegaConf
+
+    from nemo_runspec.config.job_config import _strip_secrets
+    from nemo_runspec.config.jobdir import render_configs
+    from nemo_runspec.secrets import find_secret_values
+
+    data = {
+        "model": {"api_key": "sk-literal-value", "use_auth_token": True, "hf_token": "${oc.env:HF_TOKEN}",
+                  "pad_token": "<pad>"},
+        "run": {"env": {"env_vars": {"WANDB_API_KEY": 1234567}}},
+    }
+    dropped: list[str] = []
+    stripped = _strip_secrets(data, dropped=dropped)
+    assert sorted(dropped) == ["model.api_key", "run.env.env_vars.WANDB_API_KEY"]
+    assert stripped["model"] == {"use_auth_token": True, "hf_token": "${oc.env:HF_TOKEN}", "pad_token": "<pad>"}
+    assert sorted(find_secret_values(data)) == ["1234567", "sk-literal-value"]
+
+    cfg = OmegaConf.create(data)
+    files = render_configs(cfg, OmegaConf.create({"model": data["model"]}))
+    for text in files.values():
+        assert "sk-literal-value" not in text and "1234567" not in text
+        assert "use_auth_token: true" in text and "${oc.env:HF_TOKEN}" in text and "<pad>" in text

@@ -35,7 +35,7 @@ from nemo_runspec.config.provenance import collect_provenance
 from nemo_runspec.env.resources import drop_shadowed_alias
 from nemo_runspec.env.validation import validate_run_env
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.secrets import is_reference, is_secret_name
+from nemo_runspec.secrets import is_secret_name, is_secret_value
 
 CLI_LABEL = "command line"
 # Bookkeeping only the launcher reads; extract_train_config drops these.
@@ -256,13 +256,7 @@ def _strip_secrets(obj: Any, path: str = "", dropped: list[str] | None = None) -
         out = {}
         for k, v in obj.items():
             where = f"{path}.{k}" if path else str(k)
-            if (
-                isinstance(k, str)
-                and is_secret_name(k)
-                and not isinstance(v, (dict, list))
-                and v not in (None, "")
-                and not is_reference(v)
-            ):
+            if isinstance(k, str) and is_secret_name(k) and is_secret_value(v):
                 if dropped is not None:
                     dropped.append(where)
                 continue
