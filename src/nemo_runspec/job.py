@@ -22,17 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from nemo_runspec.env import (
-    EnvFile,
-    EnvProfile,
-    find_env_file,
-    load_env_file,
-    load_env_profile,
-    read_sections,
-)
-from nemo_runspec.env.discovery import not_found_error
 from nemo_runspec.errors import CLIUsageError
-from nemo_runspec.execution.settings import job_env, launch_of
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -40,6 +30,7 @@ if TYPE_CHECKING:
     from nemo_runspec._models import Runspec
     from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.env import EnvFile, EnvProfile
 
 Mode = Literal["run", "batch", "local"]
 
@@ -98,6 +89,8 @@ class CompiledJob:
     @property
     def launch(self) -> str:
         """``torchrun``, ``ray`` or ``direct``, from the runspec."""
+        from nemo_runspec.execution.settings import launch_of
+
         return launch_of(self.runspec)
 
     @cached_property
@@ -123,6 +116,8 @@ class CompiledJob:
 
 
 def _read_env_file(explicit: str | None) -> EnvFile | None:
+    from nemo_runspec.env import find_env_file, load_env_file
+
     path = find_env_file(explicit)
     return load_env_file(path) if path is not None else None
 
@@ -146,7 +141,11 @@ def compile_job(spec: Runspec, cfg: RecipeConfig) -> CompiledJob:
     Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
     first problem found: config, override, env.toml or profile.
     """
+    # Imported here: recipe command modules import this one for `--help`.
     from nemo_runspec.config import build_job_config, parse_config
+    from nemo_runspec.env import load_env_profile, read_sections
+    from nemo_runspec.env.discovery import not_found_error
+    from nemo_runspec.execution.settings import job_env
 
     ctx = cfg.ctx
     train_config = parse_config(ctx, spec.config_dir, spec.config.default)

@@ -69,3 +69,32 @@ def test_templates_ship_with_the_package() -> None:
 
     names = {p.name for p in files("nemo_runspec").joinpath("templates").iterdir()}
     assert any(n.endswith(".sub.j2") for n in names)
+
+
+@pytest.mark.parametrize("package", ["nemo_runspec.env", "nemo_runspec.execution", "nemo_runspec.slurm",
+                                     "nemo_runspec.packaging", "nemo_runspec.config"])
+def test_every_exported_name_resolves(package: str) -> None:
+    """Packages load their submodules on first use; every name in ``__all__`` must
+    still be there, and be the submodule's own object."""
+    module = importlib.import_module(package)
+    assert module.__all__
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert value is not None, name
+        assert name in dir(module)
+    with pytest.raises(AttributeError):
+        module.no_such_name  # noqa: B018
+
+
+def test_lazy_exports_refuse_an_unprovided_name(tmp_path, monkeypatch) -> None:
+    pkg = tmp_path / "lazypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from nemo_runspec._lazy import lazy_exports\n"
+        "__all__ = ['a', 'b']\n"
+        "__getattr__, __dir__ = lazy_exports(__name__, {'mod': ['a']})\n"
+    )
+    (pkg / "mod.py").write_text("a = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match=r"\['b'\]"):
+        importlib.import_module("lazypkg")

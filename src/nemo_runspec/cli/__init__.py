@@ -11,8 +11,8 @@ module                      holds
 ``cli.display``             the ``--dry-run`` display of a compiled job
 ==========================  =============================================
 
-The reference documents these as ``nemo_runspec.cli.context``,
-``nemo_runspec.cli.recipe_config``, ``nemo_runspec.cli.recipe_typer``,
-``nemo_runspec.cli.help`` and ``nemo_runspec.cli.display``; those names are the same
-modules. Nothing here imports the ``nemotron`` CLI.
+The reference documents these as ``nemo_runspec.cli_context``,
+``nemo_runspec.recipe_config``, ``nemo_runspec.recipe_typer``,
+``nemo_runspec.help`` and ``nemo_runspec.display``; those names are the same
+module objects. Nothing here imports the ``nemotron`` CLI.
 """

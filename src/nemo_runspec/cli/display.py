@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.secrets import find_secret_values, redact, redact_text
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -47,6 +45,8 @@ def dry_run_sections(
     passthrough), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
     ``train_yaml``.
     """
+    from nemo_runspec.secrets import find_secret_values, redact, redact_text
+
     job = _plain(job_config)
     train = _plain(train_config)
     extra = find_secret_values(job, train, getattr(env_profile, "values", None) or {})

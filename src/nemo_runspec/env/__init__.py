@@ -26,36 +26,39 @@ validation so that ``import nemo_runspec.env`` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.env.discovery import ENV_FILE_NAME, ENV_FILE_VAR, ROOT_MARKERS, find_env_file
-from nemo_runspec.env.file import RESERVED_SECTIONS, EnvFile, load_env_file
-from nemo_runspec.env.profile import (
-    EnvProfile,
-    Source,
-    load_env_profile,
-    parse_env,
-    profile_defaults,
-)
-from nemo_runspec.env.sections import (
-    get_artifacts_config,
-    get_cache_config,
-    get_cli_config,
-    get_wandb_config,
-    read_sections,
-)
-from nemo_runspec.env.validation import validate_run_env
+from nemo_runspec._lazy import lazy_exports
 from nemo_runspec.errors import EnvFileError
+
+if TYPE_CHECKING:
+    from nemo_runspec.env.discovery import ENV_FILE_NAME, ENV_FILE_VAR, ROOT_MARKERS, find_env_file
+    from nemo_runspec.env.file import RESERVED_SECTIONS, EnvFile, load_env_file
+    from nemo_runspec.env.profile import (
+        EnvProfile,
+        Source,
+        load_env_profile,
+        parse_env,
+        profile_defaults,
+    )
+    from nemo_runspec.env.sections import (
+        get_artifacts_config,
+        get_cache_config,
+        get_cli_config,
+        get_wandb_config,
+        read_sections,
+    )
+    from nemo_runspec.env.validation import validate_run_env
 
 __all__ = [
     "ENV_FILE_NAME",
     "ENV_FILE_VAR",
-    "PROFILE_KEYS",  # noqa: F822 (lazy, module __getattr__)
-    "RESERVED_SECTIONS",
-    "ROOT_MARKERS",
     "EnvFile",
     "EnvFileError",
     "EnvProfile",
+    "PROFILE_KEYS",
+    "RESERVED_SECTIONS",
+    "ROOT_MARKERS",
     "Source",
     "find_env_file",
     "get_artifacts_config",
@@ -70,6 +73,15 @@ __all__ = [
     "validate_run_env",
 ]
 
+_getattr, __dir__ = lazy_exports(__name__, {
+    "discovery": ["ENV_FILE_NAME", "ENV_FILE_VAR", "ROOT_MARKERS", "find_env_file"],
+    "file": ["RESERVED_SECTIONS", "EnvFile", "load_env_file"],
+    "profile": ["EnvProfile", "Source", "load_env_profile", "parse_env", "profile_defaults"],
+    "sections": ["get_artifacts_config", "get_cache_config", "get_cli_config", "get_wandb_config",
+                 "read_sections"],
+    "validation": ["validate_run_env"],
+}, own=["PROFILE_KEYS"])
+
 
 def __getattr__(name: str) -> Any:
     if name == "PROFILE_KEYS":
@@ -78,4 +90,4 @@ def __getattr__(name: str) -> Any:
         keys = tuple(EnvProfileModel.model_fields)
         globals()["PROFILE_KEYS"] = keys
         return keys
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _getattr(name)

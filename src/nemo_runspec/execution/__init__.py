@@ -19,38 +19,43 @@ torch at module level.
 
 from __future__ import annotations
 
-from nemo_runspec.execution.env_vars import (
-    artifacts_root_for_job,
-    build_env_vars,
-    code_env,
-    wandb_settings,
-)
-from nemo_runspec.execution.executor import (
-    DEFAULT_JOB_NAME_PREFIX,
-    DEFAULT_TIME,
-    create_executor,
-    get_startup_commands,
-    per_node_setup,
-    shell_value,
-)
-from nemo_runspec.execution.local import (
-    execute_local,
-    local_command,
-    local_nproc,
-    local_preview,
-    run_local,
-    visible_gpus,
-)
-from nemo_runspec.execution.settings import (
-    bare_metal_env,
-    bare_metal_python,
-    container_image,
-    job_env,
-    job_slug,
-    launch_of,
-    profile_values,
-    resolve_resources,
-)
+from typing import TYPE_CHECKING
+
+from nemo_runspec._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from nemo_runspec.execution.env_vars import (
+        artifacts_root_for_job,
+        build_env_vars,
+        code_env,
+        wandb_settings,
+    )
+    from nemo_runspec.execution.executor import (
+        DEFAULT_JOB_NAME_PREFIX,
+        DEFAULT_TIME,
+        create_executor,
+        get_startup_commands,
+        per_node_setup,
+        shell_value,
+    )
+    from nemo_runspec.execution.local import (
+        execute_local,
+        local_command,
+        local_nproc,
+        local_preview,
+        run_local,
+        visible_gpus,
+    )
+    from nemo_runspec.execution.settings import (
+        bare_metal_env,
+        bare_metal_python,
+        container_image,
+        job_env,
+        job_slug,
+        launch_of,
+        profile_values,
+        resolve_resources,
+    )
 
 __all__ = [
     "DEFAULT_JOB_NAME_PREFIX",
@@ -78,3 +83,10 @@ __all__ = [
     "visible_gpus",
     "wandb_settings",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "env_vars": ["artifacts_root_for_job", "build_env_vars", "code_env", "wandb_settings"],
+    "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],
+    "local": ["execute_local", "local_command", "local_nproc", "local_preview", "run_local", "visible_gpus"],
+    "settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],
+})

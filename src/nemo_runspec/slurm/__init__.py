@@ -24,26 +24,31 @@ module                 holds
 
 from __future__ import annotations
 
-from nemo_runspec.execution.tunnels import default_base_dir
-from nemo_runspec.slurm.follow import follow
-from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob, prepare_job
-from nemo_runspec.slurm.queue import (
-    TERMINAL_STATES,
-    exit_code_from_sacct,
-    sacct_info,
-    squeue_start,
-    squeue_state,
-)
-from nemo_runspec.slurm.remote import Remote
-from nemo_runspec.slurm.render import render_sbatch
-from nemo_runspec.slurm.submit import submit, submit_detached
-from nemo_runspec.slurm.summary import follow_commands, print_submission
+from typing import TYPE_CHECKING
+
+from nemo_runspec._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from nemo_runspec.execution.tunnels import default_base_dir
+    from nemo_runspec.slurm.follow import follow
+    from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob, prepare_job
+    from nemo_runspec.slurm.queue import (
+        TERMINAL_STATES,
+        exit_code_from_sacct,
+        sacct_info,
+        squeue_start,
+        squeue_state,
+    )
+    from nemo_runspec.slurm.remote import Remote
+    from nemo_runspec.slurm.render import render_sbatch
+    from nemo_runspec.slurm.submit import submit, submit_detached
+    from nemo_runspec.slurm.summary import follow_commands, print_submission
 
 __all__ = [
-    "TERMINAL_STATES",
     "PreparedJob",
     "Remote",
     "SubmittedJob",
+    "TERMINAL_STATES",
     "default_base_dir",
     "exit_code_from_sacct",
     "follow",
@@ -57,3 +62,14 @@ __all__ = [
     "submit",
     "submit_detached",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "follow": ["follow"],
+    "prepared": ["PreparedJob", "SubmittedJob", "prepare_job"],
+    "queue": ["TERMINAL_STATES", "exit_code_from_sacct", "sacct_info", "squeue_start", "squeue_state"],
+    "remote": ["Remote"],
+    "render": ["render_sbatch"],
+    "submit": ["submit", "submit_detached"],
+    "summary": ["follow_commands", "print_submission"],
+    "nemo_runspec.execution.tunnels": ["default_base_dir"],
+})

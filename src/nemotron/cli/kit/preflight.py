@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import typer
 
+from nemo_runspec import execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
 from nemo_runspec.cli.recipe_config import parse_recipe_config
-from nemo_runspec.execution import run_local
 from nemo_runspec.job import compile_job
-from nemo_runspec.packaging import build_packager
-from nemo_runspec.slurm import prepare_job, submit
 from nemotron.recipes import RECIPES_DIR
 
 SPEC = parse_runspec(RECIPES_DIR / "kit/preflight.py")
@@ -39,8 +37,8 @@ def preflight(ctx: typer.Context) -> int:
     """
     job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
     if job.is_local:  # no profile, or executor = "local": torchrun here
-        return show_dry_run(job) if job.dry_run else run_local(job)
+        return show_dry_run(job) if job.dry_run else execution.run_local(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
     # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
-    slurm_job = prepare_job(job, *build_packager(job))  # packaged code + SlurmExecutor (torchrun)
-    return show_dry_run(job, slurm_job) if job.dry_run else submit(slurm_job).returncode
+    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (torchrun)
+    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode

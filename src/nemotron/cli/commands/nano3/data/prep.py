@@ -12,14 +12,11 @@ from collections.abc import Callable
 
 import typer
 
-from nemo_runspec import Runspec
+from nemo_runspec import Runspec, execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
 from nemo_runspec.cli.recipe_config import parse_recipe_config
-from nemo_runspec.execution import run_local
 from nemo_runspec.job import compile_job
-from nemo_runspec.packaging import build_packager
-from nemo_runspec.slurm import prepare_job, submit
 from nemotron.recipes import RECIPES_DIR
 
 SPECS = {
@@ -44,11 +41,11 @@ def prepare(spec: Runspec, ctx: typer.Context) -> int:
     """Compile the data prep of ``spec``'s stage, then run, show or submit it."""
     job = compile_job(spec, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
-        return show_dry_run(job) if job.dry_run else run_local(job)
+        return show_dry_run(job) if job.dry_run else execution.run_local(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
     # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
-    slurm_job = prepare_job(job, *build_packager(job))  # packaged code + SlurmExecutor (Ray template)
-    return show_dry_run(job, slurm_job) if job.dry_run else submit(slurm_job).returncode
+    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (Ray template)
+    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
 
 
 def _stage_command(stage: str) -> Callable[[typer.Context], int]:
