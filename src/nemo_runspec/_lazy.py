@@ -1,6 +1,6 @@
 """Package ``__init__`` exports loaded on first use (PEP 562).
 
-``from nemo_runspec.slurm import submit`` imports ``slurm.submit`` only, not
+``from nemo_runspec.slurm import submit`` imports ``slurm.submission`` only, not
 every module of the package: the CLI imports recipe commands for ``--help``,
 and their imports must stay cheap (``bench/bench_cli_help.py``).
 """
@@ -27,6 +27,11 @@ def lazy_exports(
         for module, names in modules.items()
         for name in names
     }
+    clash = sorted(name for name in where if name in modules)
+    if clash:
+        # Importing submodule X sets the package attribute X to the module,
+        # hiding a lazily exported function X (`slurm.submit(...)` would call a module).
+        raise ImportError(f"{package} exports {clash}, which are also its submodule names")
     namespace = importlib.import_module(package).__dict__
     missing = [n for n in namespace.get("__all__", ()) if n not in where and n not in namespace and n not in set(own)]
     if missing:

@@ -14,8 +14,8 @@ module                 holds
 =====================  ====================================================
 ``slurm.prepared``     :class:`PreparedJob`, :class:`SubmittedJob`, :func:`prepare_job`
 ``slurm.render``       :func:`render_sbatch` (offline, byte-identical to submission)
-``slurm.submit``       :func:`submit`, :func:`submit_detached`
-``slurm.follow``       :func:`follow`: queue state, live log, exit code
+``slurm.submission``   :func:`submit`, :func:`submit_detached`
+``slurm.monitor``      :func:`follow`: queue state, live log, exit code
 ``slurm.queue``        ``squeue``/``sacct`` parsing
 ``slurm.remote``       commands and files where the job runs (local or SSH)
 ``slurm.summary``      what the user is shown after submission
@@ -30,7 +30,7 @@ from nemo_runspec._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nemo_runspec.execution.tunnels import default_base_dir
-    from nemo_runspec.slurm.follow import follow
+    from nemo_runspec.slurm.monitor import follow
     from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob, prepare_job
     from nemo_runspec.slurm.queue import (
         TERMINAL_STATES,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     )
     from nemo_runspec.slurm.remote import Remote
     from nemo_runspec.slurm.render import render_sbatch
-    from nemo_runspec.slurm.submit import submit, submit_detached
+    from nemo_runspec.slurm.submission import submit, submit_detached
     from nemo_runspec.slurm.summary import follow_commands, print_submission
 
 __all__ = [
@@ -64,12 +64,12 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "follow": ["follow"],
+    "monitor": ["follow"],
     "prepared": ["PreparedJob", "SubmittedJob", "prepare_job"],
     "queue": ["TERMINAL_STATES", "exit_code_from_sacct", "sacct_info", "squeue_start", "squeue_state"],
     "remote": ["Remote"],
     "render": ["render_sbatch"],
-    "submit": ["submit", "submit_detached"],
+    "submission": ["submit", "submit_detached"],
     "summary": ["follow_commands", "print_submission"],
     "nemo_runspec.execution.tunnels": ["default_base_dir"],
 })

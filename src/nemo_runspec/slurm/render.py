@@ -1,7 +1,7 @@
 """Render the exact sbatch script of a :class:`PreparedJob`, offline.
 
 The same nemo-run Experiment and task build both the dry run and the real
-submission (:mod:`nemo_runspec.slurm.submit`), so the preview cannot drift.
+submission (:mod:`nemo_runspec.slurm.submission`), so the preview cannot drift.
 """
 
 from __future__ import annotations

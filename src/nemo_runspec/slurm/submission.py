@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError, SubmissionError
-from nemo_runspec.slurm.follow import follow
+from nemo_runspec.slurm.monitor import follow
 from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
 from nemo_runspec.slurm.render import experiment_for, task_for
