@@ -20,6 +20,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from nemo_runspec import script_values
 from nemo_runspec._models import (
     LAUNCH_SYNONYMS,
     LAUNCH_VALUES,
@@ -205,6 +206,9 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
 
     docs = chk.string(data, "docs", "docs", None)
     image = chk.string(data, "image", "image", None)
+    if image is not None and (reason := script_values.problem("image", image)):
+        chk.fail("image", f"invalid image: {reason}", "an image reference has no spaces or shell characters")
+        image = None
     setup = chk.string(data, "setup", "setup", None)
 
     run_t = chk.table(data, "run")

@@ -140,6 +140,12 @@ def searchable(values: Iterable[Any]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
+def looks_like_credential(value: str) -> bool:
+    """True when ``value`` contains a credential-shaped token (``hf_...``, ``sk-...``,
+    ``nvapi-...``, ``ghp_...``) whatever name it is stored under."""
+    return any(pattern.search(value) for pattern in _VALUE_PATTERNS)
+
+
 def redact_text(text: str, values: Iterable[str] = ()) -> str:
     """Replace known secret ``values`` and credential-shaped tokens in ``text``.
 

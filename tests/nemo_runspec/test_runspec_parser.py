@@ -653,3 +653,16 @@ def test_invalid_examples_fail_schema_and_parser(table):
 def _render(table: dict) -> str:
     toml = tomli_w.dumps({"tool": {"runspec": table}})
     return block(*toml.splitlines())
+
+
+@pytest.mark.parametrize("image", ["nvcr.io/x:1; touch /tmp/p", "img $(id)", "a b", "x`id`"])
+def test_image_with_shell_syntax_is_an_error(image):
+    text = runspec_block(f'image = "{image}"')
+    e = err(text)
+    assert "image" in str(e) and e.line == line_of(text, "image =")
+
+
+@pytest.mark.parametrize("image", ["nvcr.io/nvidia/nemo:25.11.nemotron_3_nano", "docker://ubuntu:22.04",
+                                   "nvcr.io#nvidia/pytorch:24.01-py3", "/lustre/images/x.sqsh"])
+def test_ordinary_images_parse(image):
+    assert parse_text(runspec_block(f'image = "{image}"')).image == image

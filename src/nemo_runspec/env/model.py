@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from nemo_runspec import script_values
+
 ExecutorName = Literal["local", "slurm"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
 SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
@@ -143,6 +145,76 @@ class EnvProfileModel(BaseModel):
         for i, m in enumerate(v or ()):
             if not _MOUNT.match(m):
                 raise ValueError(f"entry {i} {m!r} must look like src:dst or src:dst:flags")
+            for part in m.split(":"):
+                reason = script_values.problem("mount_part", part)
+                if reason:
+                    raise ValueError(f"entry {i}: {reason}")
+        return v
+
+    # Values nemo-run pastes into the batch script unquoted (see nemo_runspec.script_values).
+    @field_validator("account", "partition", "run_partition", "batch_partition", "qos", "user")
+    @classmethod
+    def _slurm_name(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("slurm_name", v)
+
+    @field_validator("constraint")
+    @classmethod
+    def _constraint(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("constraint", v)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("nodelist", v)
+
+    @field_validator("gres")
+    @classmethod
+    def _gres(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("gres", v)
+
+    @field_validator("mem")
+    @classmethod
+    def _mem(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("mem", v)
+
+    @field_validator("job_name_prefix")
+    @classmethod
+    def _job_name_prefix(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("job_name", v)
+
+    @field_validator("container_image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is None or v.strip().lower() in ("", "none", "null"):
+            return v  # no container (see execution.settings.container_image)
+        return script_values.check("image", v)
+
+    @field_validator("workdir", "job_dir", "remote_job_dir")
+    @classmethod
+    def _script_path(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("path", v)
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str | None) -> str | None:
+        return v if v is None else script_values.check("host", v)
+
+    @field_validator("env_vars")
+    @classmethod
+    def _env_names(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        for name in v or {}:
+            reason = script_values.problem("env_name", name)
+            if reason:
+                raise ValueError(f"env var name {reason}")
+        return v
+
+    @field_validator("srun_args")
+    @classmethod
+    def _srun_args(cls, v: list[str] | None) -> list[str] | None:
+        for i, arg in enumerate(v or ()):
+            reason = script_values.problem("srun_arg", arg)
+            if reason:
+                raise ValueError(f"entry {i}: {reason}")
         return v
 
     @field_validator("sbatch_options")
@@ -157,6 +229,11 @@ class EnvProfileModel(BaseModel):
                     "(lower-case letters, digits and '-', e.g. \"gpu-bind\")"
                 )
             key = str(name).lstrip("-").replace("-", "_")
+            option = value[name]
+            if isinstance(option, str) and not isinstance(option, bool):
+                reason = script_values.problem("sbatch_value", option)
+                if reason:
+                    raise ValueError(f"sbatch option {name!r}: {reason}")
             if key in _MANAGED_SBATCH:
                 target = _MANAGED_SBATCH[key]
                 raise ValueError(
@@ -198,6 +275,11 @@ class WandbSection(BaseModel):
     mode: Literal["online", "offline", "disabled"] | None = None
     tags: list[str] | None = None
     group: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str) -> str:
+        return script_values.check("env_name", v)
 
 
 class ArtifactsSection(BaseModel):

@@ -172,20 +172,35 @@ def create_executor(
     return executor
 
 
-_SHELL_SAFE = re.compile(r"[A-Za-z0-9_./:,@%+=${}\-]*")
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:,@%+=-]*")
+# `$NAME` and `${NAME}` are the only expansions an env value may contain.
+_REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
 
 
 def shell_value(value: Any) -> str:
     """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line.
 
-    Plain words (and ``$VAR`` references) stay as they are; anything else is
-    double-quoted so spaces and shell characters survive but ``$VAR`` still expands.
+    The value is double-quoted with every shell character escaped, so it stays
+    data (``$(...)``, backquotes, ``;`` and newlines included); only ``$NAME`` and
+    ``${NAME}`` references still expand, so ``PATH=/opt/bin:$PATH`` works.
     """
     text = str(value)
-    if _SHELL_SAFE.fullmatch(text):
+    if _PLAIN_WORD.fullmatch(text):
         return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
-    return f'"{escaped}"'
+    out: list[str] = []
+    pos = 0
+    for ref in _REFERENCE.finditer(text):
+        out.append(_escape_in_double_quotes(text[pos:ref.start()]))
+        out.append(ref.group(0))
+        pos = ref.end()
+    out.append(_escape_in_double_quotes(text[pos:]))
+    return '"' + "".join(out) + '"'
+
+
+def _escape_in_double_quotes(text: str) -> str:
+    for ch in ("\\", '"', "`", "$"):
+        text = text.replace(ch, "\\" + ch)
+    return text
 
 
 def _as_handle(job_id: str) -> str:

@@ -9,6 +9,7 @@ script itself, with shell tracing) in the job dir.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -213,4 +214,14 @@ def prepare_job(
         packager=packager, startup_commands=startup_commands, job_dir=base,
         secret_file=prepared.secret_path, dependencies=dependencies,
     )
+    launcher = getattr(prepared.executor, "launcher", None)
+    if launcher is not None and hasattr(launcher, "rdzv_id") and launcher.rdzv_id is None:
+        # nemo-run draws a random --rdzv-id on every render; one from the job keeps
+        # the dry run byte-identical to what is submitted.
+        launcher.rdzv_id = rendezvous_id(exp_id)
     return prepared
+
+
+def rendezvous_id(exp_id: str) -> int:
+    """torchrun's ``--rdzv-id`` for a job: stable for one experiment id, 1..10000."""
+    return int(hashlib.sha256(exp_id.encode()).hexdigest()[:8], 16) % 10000 + 1

@@ -39,6 +39,7 @@ def _slurm_message(stderr: str) -> str:
 
 def submit_detached(job: PreparedJob) -> SubmittedJob:
     """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it."""
+    from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
     from nemo_runspec.run import quiet_nemo_run
 
@@ -47,7 +48,9 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
     job.local_exp_dir.mkdir(parents=True, exist_ok=True)
     exp = None
     try:
-        with quiet_nemo_run():
+        # sbatch saves its environment in Slurm's state and passes it to the job:
+        # the caller's secrets stay out of it (they reach the job via the 0600 file).
+        with quiet_nemo_run(), submission_environment(job.secrets.values()):
             place_secrets(job)
             place_files(job)
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
