@@ -80,9 +80,11 @@ def test_attached_run_streams_and_returns_exit_code(tmp_path, code, expected):
 def test_dry_run_is_byte_identical_to_submitted_script(tmp_path, launch):
     script = write_script(tmp_path, "print('same')\n")
     prof = profile(startup_commands=["true"], env_vars={"A": "1 2"})
-    job = _python(_job(tmp_path, script, prof=prof, exp_id="e2e-job_bytes",
-                       spec=runspec(name="e2e/job", launch=launch),
-                       env_vars={"A": "1 2"}, secrets={"X_TOKEN": "tok_abcdef123"}))
+    job = _job(tmp_path, script, prof=prof, exp_id="e2e-job_bytes",
+               spec=runspec(name="e2e/job", launch=launch),
+               env_vars={"A": "1 2"}, secrets={"X_TOKEN": "tok_abcdef123"})
+    if launch == "direct":
+        job = _python(job)  # torchrun keeps "python", found first on the bare-metal PATH
     rendered = render_sbatch(job)
     assert rendered == render_sbatch(job)  # rendering twice gives the same script
     if launch == "torchrun":
