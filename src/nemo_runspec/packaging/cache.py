@@ -19,6 +19,7 @@ from typing import Any
 
 from nemo_runspec.packaging.manifest import FORMAT_VERSION, PackagingPlan
 from nemo_runspec.paths import nemotron_home
+from nemo_runspec.stale import sweep
 
 #: How many archives the cache keeps (least recently used are removed first).
 MAX_ENTRIES = 24
@@ -133,6 +134,7 @@ def build_cached(
         return plan
     d = cache_dir(directory)
     d.mkdir(parents=True, exist_ok=True)
+    sweep(d.glob(".*.tmp"))  # archives half-written by a run that was killed
     hit = lookup(fp, d)
     if hit is not None:
         place(Path(hit.archive_path or ""), out_path)

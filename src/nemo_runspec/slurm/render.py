@@ -6,6 +6,7 @@ submission (:mod:`nemo_runspec.slurm.submission`), so the preview cannot drift.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.secrets import searchable
 from nemo_runspec.slurm.prepared import PreparedJob
+from nemo_runspec.stale import sweep
 
 
 def task_for(job: PreparedJob) -> Any:
@@ -52,7 +54,11 @@ def render_sbatch(job: PreparedJob) -> str:
     executor = job.executor.clone()
     if not getattr(executor.packager, "symlink_from_remote_dir", None):
         executor.packager = run.Packager()
-    tmp = Path(tempfile.mkdtemp(prefix="nemotron-dryrun-"))
+    # nemo-run's dry run writes the script into an Experiment dir; it lives in the
+    # system temp dir for the length of this call. A render killed before its
+    # `finally` leaves it behind, so each render first removes those whose pid is gone.
+    sweep(Path(tempfile.gettempdir()).glob("nemotron-dryrun-*"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"nemotron-dryrun-{os.getpid()}-"))
     try:
         with quiet_nemo_run():
             exp = experiment_for(job, tmp)

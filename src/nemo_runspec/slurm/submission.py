@@ -45,7 +45,16 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
 
     probe_tunnel(job.values)
     executor = job.executor
-    job.local_exp_dir.mkdir(parents=True, exist_ok=True)
+    sweep_unsubmitted(job.base_dir)
+    try:
+        job.local_exp_dir.mkdir(parents=True, exist_ok=True)
+        marker = job.local_exp_dir / f"{SUBMITTING}.{os.getpid()}"
+        marker.touch()
+    except OSError as exc:
+        raise ExecutionError(
+            f"cannot create the job dir {job.local_exp_dir}: {exc.strerror or exc}",
+            hint="check that NEMOTRON_HOME (or the profile's job_dir) is writable and has free space",
+        ) from None
     exp = None
     try:
         # sbatch saves its environment in Slurm's state and passes it to the job:
@@ -68,15 +77,10 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
         raise
     except BaseException as exc:
         _cleanup_failed(job)
-        result = _unexpected_exit(exc)
-        if result is not None:
-            raise SubmissionError(
-                f"Slurm rejected job {job.name}: {_slurm_message(result.stderr or result.stdout)}",
-                hint="check partition/account/time in the env.toml profile",
-            ) from None
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
-        raise ExecutionError(f"submitting {job.name} failed: {exc}") from exc
+        raise _submission_error(job, exc) from None
+    marker.unlink(missing_ok=True)
     if job.is_ray:  # the driver's output goes to the batch log
         sbatch_log = os.path.join(job.ray_log_dir, f"sbatch_{job_name}_{job_id}.out")
         log = sbatch_log
@@ -87,6 +91,68 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
         job_id=job_id, job_dir=job.job_dir, name=job.name, prepared=job,
         log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
     )
+
+
+#: Name (plus ``.<pid>``) of the marker an experiment dir holds until Slurm accepted its job.
+SUBMITTING = ".nemotron-submitting"
+
+
+def sweep_unsubmitted(base_dir: str | os.PathLike[str]) -> list[str]:
+    """Remove experiment dirs under ``base_dir`` whose submission was killed
+    (their ``.nemotron-submitting.<pid>`` marker names a process that is gone)."""
+    from pathlib import Path
+
+    from nemo_runspec.stale import is_stale, remove
+
+    removed = []
+    for marker in Path(base_dir).glob(f"experiments/*/*/{SUBMITTING}.*"):
+        if is_stale(marker):
+            remove(marker.parent)
+            removed.append(str(marker.parent))
+    return removed
+
+
+def _submission_error(job: PreparedJob, exc: BaseException) -> ExecutionError:
+    """Say which step failed: Slurm refusing the job, a command while packaging
+    or copying, or the local disk."""
+    result = _unexpected_exit(exc)
+    if result is not None:
+        command = str(getattr(result, "command", "") or "")
+        output = str(result.stderr or result.stdout or "")
+        if re.search(r"(^|[\s;&|/])sbatch\b", command) or not command:
+            return SubmissionError(
+                f"Slurm rejected job {job.name}: {_slurm_message(output)}",
+                hint="check partition/account/time in the env.toml profile",
+            )
+        return ExecutionError(
+            f"preparing job {job.name} failed before submission: `{_short(command)}` "
+            f"exited {getattr(result, 'exited', '?')}: {_command_message(output)}",
+            hint=_disk_hint(output, job) or "nothing was submitted; fix the cause and run again",
+        )
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        return ExecutionError(
+            f"preparing job {job.name} failed before submission: {exc.strerror or exc}{where}",
+            hint=_disk_hint(str(exc.strerror or exc), job) or "nothing was submitted",
+        )
+    return ExecutionError(f"submitting {job.name} failed: {exc}")
+
+
+def _command_message(output: str) -> str:
+    """The lines of a failed command's stderr that say why (not tar's summary line)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    useful = [ln for ln in lines if "Exiting with failure status" not in ln] or lines
+    return "; ".join(list(dict.fromkeys(useful))[:2]) or "no message"
+
+
+def _short(command: str, limit: int = 120) -> str:
+    return command if len(command) <= limit else command[: limit - 3] + "..."
+
+
+def _disk_hint(message: str, job: PreparedJob) -> str | None:
+    if "No space left" in message or "Disk quota" in message:
+        return f"free space where the job is packaged ({job.local_exp_dir.parent}) and run again"
+    return None
 
 
 def _cleanup_failed(job: PreparedJob) -> None:
