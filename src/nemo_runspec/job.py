@@ -134,12 +134,14 @@ def _refuse_profile_as_argument(words: list[str], env_file: EnvFile | None) -> N
             )
 
 
-def compile_job(spec: Runspec, cfg: RecipeConfig) -> CompiledJob:
+def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = True) -> CompiledJob:
     """Compile the job a recipe command was asked to run (see the module docstring).
 
     ``cfg`` is the command's :class:`~nemo_runspec.cli.recipe_config.RecipeConfig`.
     Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
-    first problem found: config, override, env.toml or profile.
+    first problem found: config, override, env.toml, profile, or (unless
+    ``check_artifacts`` is false or this is a dry run) an ``${art:...}`` that
+    does not resolve in a registry this machine can read.
     """
     # Imported here: recipe command modules import this one for `--help`.
     from nemo_runspec.config import build_job_config, parse_config
@@ -160,7 +162,7 @@ def compile_job(spec: Runspec, cfg: RecipeConfig) -> CompiledJob:
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
                                   env_profile=profile, runspec=spec)
     run = job_config.run
-    return CompiledJob(
+    job = CompiledJob(
         runspec=spec,
         mode=cfg.mode,
         dry_run=cfg.dry_run,
@@ -173,3 +175,10 @@ def compile_job(spec: Runspec, cfg: RecipeConfig) -> CompiledJob:
         run_env=MappingProxyType(job_env(job_config)),
         env_sources=MappingProxyType(dict(run.get("env_sources") or {})),
     )
+    if check_artifacts and not job.dry_run:
+        # A missing ${art:...} would otherwise be found on the node, after the queue wait;
+        # a dry run shows each reference with what it resolves to instead.
+        from nemo_runspec.config.resolvers import check_references
+
+        check_references(job.job_config, job.registry)
+    return job

@@ -190,7 +190,44 @@ def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
         try:
             art = registry.resolve(ref)
         except ArtifactError as exc:
-            out.append({"ref": ref, "error": exc.problem + (f" ({exc.hint})" if exc.hint else "")})
+            out.append({"ref": ref, "error": exc.problem + (f" ({exc.hint})" if exc.hint else ""),
+                        "problem": exc.problem, "hint": exc.hint})
         else:
             out.append({"ref": ref, "path": art.path, "version": art.version, "location": registry.location})
     return out
+
+
+def registry_reachable(registry: Any) -> bool:
+    """True when ``registry`` can be checked from this machine: a file/fsspec
+    registry whose root (or, for a registry nothing was published to yet, its
+    parent dir) exists here. A root on the cluster's filesystem that this
+    machine does not mount (``/lustre/...`` over an SSH tunnel) is not."""
+    from nemo_runspec.artifacts.registry import FsspecBackend
+
+    backend = getattr(registry, "backend", None)
+    if not isinstance(backend, FsspecBackend):
+        return False
+    root = str(backend.root)
+    try:
+        if backend.fs.exists(root):
+            return True
+        parent = root.rstrip("/").rsplit("/", 1)[0] or "/"
+        return "://" not in root and backend.fs.exists(parent)
+    except Exception:  # noqa: BLE001 - an unreachable store is simply not checked
+        return False
+
+
+def check_references(cfg: Any, registry: Any) -> None:
+    """Raise a one-line :class:`~nemo_runspec.errors.ConfigError` for the first
+    ``${art:...}`` in ``cfg`` that does not resolve, before anything runs or is
+    submitted. Registries this machine cannot read (:func:`registry_reachable`)
+    are left to the job, which resolves references when it starts."""
+    from nemo_runspec.errors import ConfigError
+
+    for row in describe_references(cfg, registry=registry):
+        if "error" in row and (row.get("ref") == "?" or registry_reachable(registry)):
+            raise ConfigError(
+                f"${{art:...}} reference {row['ref']} does not resolve: {row.get('problem') or row['error']}",
+                hint=row.get("hint") or "publish it first, or point the config at an existing "
+                                        "artifact with +run.KEY=NAME:VERSION",
+            )
