@@ -144,6 +144,8 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
     does not resolve in a registry this machine can read.
     """
     # Imported here: recipe command modules import this one for `--help`.
+    from omegaconf import OmegaConf
+
     from nemo_runspec.config import build_job_config, parse_config
     from nemo_runspec.env import load_env_profile, read_sections
     from nemo_runspec.env.discovery import not_found_error
@@ -162,6 +164,13 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
                                   env_profile=profile, runspec=spec)
     run = job_config.run
+    from nemo_runspec.config.job_config import LAUNCHER_ONLY_KEYS, warn_credential_shaped
+
+    # what train.yaml will hold: the train config and run minus launcher bookkeeping
+    run_data = OmegaConf.to_container(run, resolve=False)
+    for key in LAUNCHER_ONLY_KEYS:
+        run_data.pop(key, None)
+    warn_credential_shaped(OmegaConf.to_container(train_config, resolve=False) | {"run": run_data})
     job = CompiledJob(
         runspec=spec,
         mode=cfg.mode,

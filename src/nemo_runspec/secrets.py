@@ -103,29 +103,29 @@ def is_secret_name(name: str) -> bool:
     return True
 
 
-def redact(obj: Any, *, extra_values: Iterable[str] = ()) -> Any:
+def redact(obj: Any, *, extra_values: Iterable[str] = (), allow: Iterable[str] = ()) -> Any:
     """Return a copy of ``obj`` (nested dicts/lists/strings) with secrets replaced.
 
     Values under secret-looking keys become :data:`REDACTED`; any string that
     contains a known secret value (``extra_values``) or a credential-shaped
     token has that part replaced.
     """
-    return _redact(obj, searchable(extra_values))
+    return _redact(obj, searchable(extra_values), frozenset(allow))
 
 
-def _redact(obj: Any, values: list[str]) -> Any:
+def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset()) -> Any:
     if isinstance(obj, Mapping):
         out = {}
         for k, v in obj.items():
             if isinstance(k, str) and is_secret_name(k) and is_secret_value(v):
                 out[k] = REDACTED
             else:
-                out[k] = _redact(v, values)
+                out[k] = _redact(v, values, allow)
         return out
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_redact(v, values) for v in obj)
+        return type(obj)(_redact(v, values, allow) for v in obj)
     if isinstance(obj, str):
-        return redact_text(obj, values)
+        return redact_text(obj, values, allow=allow)
     return obj
 
 
@@ -146,15 +146,22 @@ def looks_like_credential(value: str) -> bool:
     return any(pattern.search(value) for pattern in _VALUE_PATTERNS)
 
 
-def redact_text(text: str, values: Iterable[str] = ()) -> str:
+def redact_text(text: str, values: Iterable[str] = (), *, allow: Iterable[str] = ()) -> str:
     """Replace known secret ``values`` and credential-shaped tokens in ``text``.
 
     Also masks ``NAME=value`` / ``NAME: value`` pairs where NAME looks secret.
+    A credential-shaped token inside one of the ``allow`` strings (values a
+    config declared not secret with ``run.not_secret``) is kept.
     """
     for v in searchable(values):
         text = text.replace(v, REDACTED)
+    allowed = [a for a in allow if a]
+
+    def mask(match: re.Match[str]) -> str:
+        return match.group(0) if any(match.group(0) in a for a in allowed) else REDACTED
+
     for pattern in _VALUE_PATTERNS:
-        text = pattern.sub(REDACTED, text)
+        text = pattern.sub(mask, text)
     return _ASSIGNMENT.sub(_mask_assignment, text)
 
 

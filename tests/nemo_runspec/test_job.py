@@ -202,3 +202,31 @@ def test_script_config_and_files_agree_on_secrets(recipe):
         model:
           layers: 2
     """) in files["train.yaml"]
+
+
+def test_credential_shaped_value_under_ordinary_key_is_warned(recipe, capsys):
+    token_like = "hf_" + "a1" * 12
+    job = compile_from(recipe["spec"], "--batch", "dev", f"+model.repo={token_like}")
+    err = capsys.readouterr().err
+    assert err.count("model.repo looks like a credential") == 1
+    assert "run.not_secret" in err
+    assert token_like not in job.files()["train.yaml"]
+
+
+def test_run_not_secret_keeps_the_value_everywhere(recipe, capsys):
+    from nemo_runspec.cli.display import dry_run_sections
+
+    token_like = "hf_" + "b2" * 12
+    job = compile_from(recipe["spec"], "--batch", "dev", f"+model.repo={token_like}",
+                       "+run.not_secret=[model.repo]")
+    assert "looks like a credential" not in capsys.readouterr().err
+    assert f"repo: {token_like}" in job.files()["train.yaml"]
+    assert f"repo: {token_like}" in dry_run_sections(job.job_config, job.train_config)["train_yaml"]
+    # a real secret in the profile is still hidden
+    assert "hf_compiledJOBsecret0123456789" not in job.files()["job.yaml"]
+
+
+def test_run_not_secret_must_be_a_list(recipe):
+    with pytest.raises(NemoRunspecError) as err:
+        compile_from(recipe["spec"], "--batch", "dev", "+run.not_secret=model.repo")
+    assert "run.not_secret" in str(err.value)

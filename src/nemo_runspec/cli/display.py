@@ -45,13 +45,15 @@ def dry_run_sections(
     passthrough), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
     ``train_yaml``.
     """
+    from nemo_runspec.config.job_config import not_secret_values
     from nemo_runspec.secrets import find_secret_values, redact, redact_text
 
     job = _plain(job_config)
     train = _plain(train_config)
     extra = find_secret_values(job, train, getattr(env_profile, "values", None) or {})
-    job_r = redact(job, extra_values=extra)
-    train_r = redact(train, extra_values=extra)
+    allow = not_secret_values(job) if isinstance(job, Mapping) else []
+    job_r = redact(job, extra_values=extra, allow=allow)
+    train_r = redact(train, extra_values=extra, allow=allow)
     run = job_r.get("run", {}) if isinstance(job_r, Mapping) else {}
     recipe = run.get("recipe") or {}
     cli = run.get("cli") or {}
@@ -75,8 +77,8 @@ def dry_run_sections(
     return {
         "header": header,
         "env": rows,
-        "job_yaml": redact_text(to_yaml(job_r), extra),
-        "train_yaml": redact_text(to_yaml(train_r), extra),
+        "job_yaml": redact_text(to_yaml(job_r), extra, allow=allow),
+        "train_yaml": redact_text(to_yaml(train_r), extra, allow=allow),
     }
 
 

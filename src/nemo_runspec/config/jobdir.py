@@ -136,33 +136,36 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
-def redact_config(obj: Any, values: Iterable[str] = ()) -> Any:
+def redact_config(obj: Any, values: Iterable[str] = (), allow: Iterable[str] = ()) -> Any:
     """:func:`nemo_runspec.secrets.redact` that keeps references like ``${oc.env:HF_TOKEN}``.
 
     ``run.env_sources`` holds labels, not values: only known secret values are
     masked there (its keys, e.g. ``env_vars.HF_TOKEN``, look secret themselves).
+    ``allow``: values declared not secret (``run.not_secret``), kept even when
+    they look like credentials.
     """
     values = list(values)
+    allow = list(allow)
     if isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for k, v in obj.items():
             if k == "env_sources" and isinstance(v, Mapping):
-                out[k] = {sk: redact_text(str(sv), values) for sk, sv in v.items()}
+                out[k] = {sk: redact_text(str(sv), values, allow=allow) for sk, sv in v.items()}
             elif isinstance(k, str) and is_secret_name(k) and is_reference(v):
-                out[k] = redact_text(v, values)
+                out[k] = redact_text(v, values, allow=allow)
             elif isinstance(v, (Mapping, list, tuple)):
-                out[k] = redact_config(v, values)
+                out[k] = redact_config(v, values, allow)
             else:
-                out[k] = redact({k: v}, extra_values=values)[k]
+                out[k] = redact({k: v}, extra_values=values, allow=allow)[k]
         return out
     if isinstance(obj, (list, tuple)):
-        return [redact_config(v, values) for v in obj]
-    return redact(obj, extra_values=values)
+        return [redact_config(v, values, allow) for v in obj]
+    return redact(obj, extra_values=values, allow=allow)
 
 
-def _to_yaml(cfg: DictConfig | Mapping[str, Any], values: list[str]) -> str:
+def _to_yaml(cfg: DictConfig | Mapping[str, Any], values: list[str], allow: list[str]) -> str:
     data = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else dict(cfg)
-    return OmegaConf.to_yaml(OmegaConf.create(redact_config(data, values)), resolve=False)
+    return OmegaConf.to_yaml(OmegaConf.create(redact_config(data, values, allow)), resolve=False)
 
 
 def render_configs(job_config: DictConfig, train_config: DictConfig) -> dict[str, str]:
@@ -174,8 +177,11 @@ def render_configs(job_config: DictConfig, train_config: DictConfig) -> dict[str
     """
     job_data = OmegaConf.to_container(job_config, resolve=False)
     train_data = OmegaConf.to_container(train_config, resolve=False)
+    from nemo_runspec.config.job_config import not_secret_values
+
     values = find_secret_values(job_data, train_data)
-    return {"job.yaml": _to_yaml(job_data, values), "train.yaml": _to_yaml(train_data, values)}
+    allow = not_secret_values(job_data)
+    return {"job.yaml": _to_yaml(job_data, values, allow), "train.yaml": _to_yaml(train_data, values, allow)}
 
 
 def save_configs(
