@@ -117,10 +117,82 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     nproc = local_nproc(run_env, launch)
     cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
                         launch=launch, nproc=nproc)
+    return run_child(cmd, cwd=final, env=env)
+
+
+#: Seconds an interrupted job gets to stop by itself (a Ray driver shuts its
+#: local cluster down, torchrun stops its workers) before it is terminated.
+INTERRUPT_GRACE = 20.0
+
+
+def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str],
+              grace: float = INTERRUPT_GRACE) -> int:
+    """Run ``cmd`` in its own process group and return its exit code, stopping
+    everything it started when it ends or is interrupted.
+
+    The child gets its own session, so Ctrl-C reaches only this process, which
+    passes SIGINT on to the child's whole group and waits up to ``grace``
+    seconds (SIGTERM, then SIGKILL after that). Whatever the group still holds
+    once the child is gone (Ray's raylet and agents of a local data prep, say)
+    is terminated too. Returns 130 after an interrupt.
+    """
+    import signal
+    import subprocess
+
     try:
-        return subprocess.call(cmd, cwd=final, env=env)
+        child = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), start_new_session=True)
     except OSError as exc:
         raise ExecutionError(f"could not start {cmd[0]}: {exc}") from exc
+    interrupted = False
+    try:
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:
+                if interrupted:  # a second Ctrl-C: stop at once
+                    _signal_group(child.pid, signal.SIGKILL)
+                    continue
+                interrupted = True
+                print(f"interrupted: stopping the job (up to {grace:.0f}s; Ctrl-C again to kill it)",
+                      file=sys.stderr)
+                _signal_group(child.pid, signal.SIGINT)
+                try:
+                    code = child.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    _signal_group(child.pid, signal.SIGTERM)
+                    try:
+                        code = child.wait(timeout=5)
+                        break
+                    except subprocess.TimeoutExpired:
+                        _signal_group(child.pid, signal.SIGKILL)
+    finally:
+        _stop_group(child.pid)
+    return 130 if interrupted else code
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_group(pgid: int, wait: float = 5.0) -> None:
+    """SIGTERM what is left of process group ``pgid``, then SIGKILL it after ``wait`` s."""
+    import signal
+    import time
+
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.1)
+    _signal_group(pgid, signal.SIGKILL)
 
 
 def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()) -> str:
