@@ -6,6 +6,7 @@ module                         holds
 ``artifacts.registry``         :class:`ArtifactRegistry`, :func:`get_registry`
 ``artifacts.refs``             ``name[:version|alias]``, :class:`Artifact`
 ``artifacts.fsspec_backend``   the default store (any fsspec URL)
+``artifacts.locking``          its per-artifact write lock, create-only writes
 ``artifacts.wandb_backend``    W&B artifacts
 ``artifacts.filesystem``       ``art://name:version/path`` for fsspec
 =============================  ============================================

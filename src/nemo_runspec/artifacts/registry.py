@@ -106,6 +106,11 @@ class ArtifactRegistry:
         self.backend.set_alias(art.name, alias, art.version)
         return self.resolve(f"{art.name}:v{art.version}")
 
+    def gc(self) -> list[str]:
+        """Remove what crashed publishes left behind (see :meth:`FsspecBackend.gc`); other backends: nothing."""
+        gc = getattr(self.backend, "gc", None)
+        return gc() if callable(gc) else []
+
 
 _REGISTRY: ArtifactRegistry | None = None
 

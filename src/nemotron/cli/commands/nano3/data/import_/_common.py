@@ -269,8 +269,13 @@ def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = 
 
     metadata = {**_source_metadata(root), **checked, "kind": kind, "imported_from": str(root)}
     all_aliases = ["latest", *[a for a in (aliases or []) if a != "latest"]]
-    return (registry or get_registry()).publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
-                                                aliases=all_aliases, copy=copy)
+    try:
+        return (registry or get_registry()).publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
+                                                    aliases=all_aliases, copy=copy)
+    except BaseException:
+        if checked.get("blend_generated"):  # a failed import leaves PATH as it found it
+            Path(checked["blend_path"]).unlink(missing_ok=True)
+        raise
 
 
 def run_import(kind: str, path: Path, name: str | None, copy: bool, aliases: list[str] | None) -> None:
