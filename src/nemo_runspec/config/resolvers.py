@@ -190,8 +190,9 @@ def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
         try:
             art = registry.resolve(ref)
         except ArtifactError as exc:
-            out.append({"ref": ref, "error": exc.problem + (f" ({exc.hint})" if exc.hint else ""),
-                        "problem": exc.problem, "hint": exc.hint})
+            where = f"{exc.path}: " if getattr(exc, "path", None) else ""
+            out.append({"ref": ref, "error": where + exc.problem + (f" ({exc.hint})" if exc.hint else ""),
+                        "problem": where + exc.problem, "hint": exc.hint})
         else:
             out.append({"ref": ref, "path": art.path, "version": art.version, "location": registry.location})
     return out
