@@ -6,8 +6,14 @@
   value is ``v`` (``~a.b=`` with nothing after ``=`` deletes unconditionally).
 - Values are YAML: ``5`` is an int, ``1e-4`` a float, ``[1,2]`` a list, ``true``
   a bool, ``null`` is None, ``'5'`` a string. Unquoted text that is not a number,
-  bool, null, list or ``{...}`` mapping is kept verbatim (``x=y``, ``a: b``,
-  ``foo #bar`` stay strings). ``a=`` sets the empty string.
+  bool, null, ``[...]`` list or ``{...}`` mapping is kept verbatim (``x=y``,
+  ``a: b``, ``foo #bar``, ``- a``, ``[draft] notes`` stay strings). ``a=`` sets
+  the empty string.
+- A value that is clearly a mistake is an error, never a silent string: an
+  unclosed or stray bracket/brace (``[1,2``, ``{a: 1``, ``[1]]``), an unclosed
+  quote or text after a closing one (``'abc``, ``"a"b``), an explicit YAML tag
+  that does not fit (``!!int abc``) and a malformed interpolation (``${x``).
+  The error names the override and says how to pass the text as a string.
 - Keys under ``run.env.`` may name any env.toml profile key without ``+``
   (``run.env.partition=batch`` works even if the YAML has no ``run.env``);
   unknown ones get a did-you-mean over the profile keys. Nested keys below a
@@ -47,6 +53,8 @@ class Override:
     path: tuple[str, ...]
     text: str | None
     value: Any = None
+    problem: str | None = None
+    """Why ``text`` is not a valid value (raised by :func:`apply_overrides`), or None."""
 
     @property
     def has_value(self) -> bool:
@@ -55,30 +63,155 @@ class Override:
 
 
 _SEXAGESIMAL = re.compile(r"[-+]?\d+(?::[0-5]?\d)+(?:\.\d*)?")
+_CLOSE = {"[": "]", "{": "}"}
+_OPEN = {v: k for k, v in _CLOSE.items()}
 
 
 def parse_value(text: str) -> Any:
-    """Parse an override value as YAML, keeping unquoted plain text verbatim."""
+    """Parse an override value as YAML, keeping unquoted plain text verbatim.
+
+    Raises :class:`ConfigError` when the value is clearly a mistake (see the
+    module docstring): an unbalanced bracket, brace or quote, a YAML tag that
+    does not fit, or a malformed ``${...}`` interpolation.
+    """
+    value, problem = _parse(text)
+    if problem is not None:
+        raise ConfigError(f"invalid value {_show(text)}: {problem}", hint=_quote_hint(None, text, problem))
+    return value
+
+
+def _parse(text: str) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(text, why the value is a mistake)``."""
     if text == "":
-        return ""
+        return "", None
     if _SEXAGESIMAL.fullmatch(text.strip()):
         # YAML 1.1 reads 10:00:00 as 36000 (base 60): a Slurm time limit of 25 days.
-        return text
+        return text, None
+    stripped = text.strip()
     try:
         value = yaml.load(text, Loader=_loader())
     except yaml.YAMLError:
-        return text
-    stripped = text.strip()
+        return text, _malformed(stripped)
+    except Exception as exc:  # noqa: BLE001 - a tag's constructor failed (``!!int abc``)
+        return text, f"{type(exc).__name__}: {exc}".splitlines()[0]
     if value is None:
-        return None if stripped in _NULLS else text
-    if isinstance(value, str):
+        value = None if stripped in _NULLS else text
+    elif isinstance(value, str):
         # A quoted string is unquoted; a plain one is kept exactly as typed.
-        return value if stripped[:1] in ("'", '"') else text
-    if isinstance(value, dict) and not stripped.startswith("{"):
-        return text
-    if not _plain(value):
-        return text
-    return value
+        value = value if stripped[:1] in ("'", '"') else text
+    elif isinstance(value, dict) and not stripped.startswith("{"):
+        value = text
+    elif isinstance(value, list) and not stripped.startswith("["):
+        value = text  # ``- a`` (a YAML block list) is text; lists are written [a, b]
+    elif not _plain(value):
+        value = text
+    return value, _bad_interpolation(value)
+
+
+def _malformed(text: str) -> str | None:
+    """Why text that is not valid YAML is a mistake rather than a plain string, or None.
+
+    Unbalanced brackets, braces or quotes are mistakes (``[1,2``, ``'abc``); so is
+    a value that starts as a quoted string but goes on after it (``"a"b``).
+    Balanced text (``[draft] notes``, ``a: b: c``, ``@x``) is a plain string.
+    """
+    problem = _unbalanced(text)
+    if problem is None and text[:1] in ("'", '"'):
+        problem = "text after the closing quote"
+    return problem
+
+
+def _unbalanced(text: str) -> str | None:
+    """The first unbalanced bracket, brace or quote of a flow-YAML value, or None."""
+    stack: list[str] = []
+    prev = ""  # the last non-blank character outside quotes
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"" and prev in ("", "[", "{", ",", ":"):
+            end = _closing_quote(text, i)
+            if end is None:
+                return "unclosed " + ("single" if ch == "'" else "double") + " quote"
+            i, prev = end + 1, ch
+            continue
+        if ch in _CLOSE:
+            stack.append(ch)
+        elif ch in _OPEN:
+            if not stack:
+                return f"'{ch}' without an opening '{_OPEN[ch]}'"
+            if _CLOSE[stack[-1]] != ch:
+                return f"'{ch}' closes '{stack[-1]}'"
+            stack.pop()
+        if not ch.isspace():
+            prev = ch
+        i += 1
+    if stack:
+        return f"unclosed '{stack[-1]}'"
+    return None
+
+
+def _closing_quote(text: str, start: int) -> int | None:
+    """Index of the quote closing the YAML quoted scalar opened at ``start``, or None."""
+    q = text[start]
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if q == '"' and ch == "\\":
+            i += 2
+            continue
+        if ch == q:
+            if q == "'" and text[i + 1 : i + 2] == "'":  # '' is an escaped ' in single quotes
+                i += 2
+                continue
+            return i
+        i += 1
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+def _bad_interpolation(value: Any) -> str | None:
+    """Why a ``${...}`` in the value cannot be parsed (OmegaConf would refuse it), or None."""
+    texts = [s for s in _strings(value) if "${" in s]
+    if not texts:
+        return None
+    from omegaconf import grammar_parser
+
+    for s in texts:
+        try:
+            grammar_parser.parse(s)
+        except Exception:  # noqa: BLE001 - GrammarParseError and antlr's own errors
+            return f"malformed interpolation {_show(s)}"
+    return None
+
+
+def _show(text: str) -> str:
+    """``'text'`` for messages; escaped when it holds line breaks or other unprintables."""
+    return f"'{text}'" if text.isprintable() else repr(text)
+
+
+_INTERPOLATION_HINT = "interpolations look like ${key} or ${art:name,field}; write \\${ for a literal ${"
+
+
+def _quote_hint(key: str | None, text: str, problem: str) -> str:
+    """How to fix the value: for text, YAML-quote it (and shell-quote the override)."""
+    import json
+    import shlex
+
+    if problem.startswith("malformed interpolation"):
+        return _INTERPOLATION_HINT
+    quoted = json.dumps(text, ensure_ascii=not text.isprintable())  # a YAML double-quoted string
+    if key is None:
+        return f"to pass it as text, quote it: {quoted}"
+    return f"to pass it as text, quote it: {shlex.quote(f'{key}={quoted}')}"
 
 
 def _plain(value: Any) -> bool:
@@ -102,7 +235,12 @@ def _loader() -> Any:
 
 
 def parse_override(raw: str, *, source: str = "command line") -> Override:
-    """Parse one override string; malformed ones raise :class:`ConfigError`."""
+    """Parse one override string; a malformed key or form raises :class:`ConfigError`.
+
+    A value that is a mistake (``k=[1,2``) does not raise here: it is kept as
+    text with the reason in :attr:`Override.problem`, and
+    :func:`apply_overrides` refuses it.
+    """
     where = _where(source)
     body = raw.lstrip()
     if not body.strip():
@@ -132,7 +270,8 @@ def parse_override(raw: str, *, source: str = "command line") -> Override:
         return Override(raw=raw, op=op, key=key, path=path, text=None)
     if op == "delete" and text == "":
         return Override(raw=raw, op=op, key=key, path=path, text=None)
-    return Override(raw=raw, op=op, key=key, path=path, text=text, value=parse_value(text))
+    value, problem = _parse(text)
+    return Override(raw=raw, op=op, key=key, path=path, text=text, value=value, problem=problem)
 
 
 def _where(source: str) -> str:
@@ -270,7 +409,8 @@ def apply_overrides(
 
     ``source`` names where the overrides came from in error messages (omitted
     for the command line). Interpolations are left unresolved. Raises
-    :class:`ConfigError` for malformed overrides, unknown keys (with a
+    :class:`ConfigError` for malformed overrides, values that are clearly
+    mistakes (``[1,2``: see the module docstring), unknown keys (with a
     did-you-mean hint), adding an existing key or deleting a missing one.
     """
     overrides = list(overrides)
@@ -278,6 +418,13 @@ def apply_overrides(
         return copy.deepcopy(cfg)
     where = _where(source)
     parsed = [parse_override(o, source=source) for o in overrides]
+    for ov in parsed:
+        if ov.problem is not None and ov.text is not None:
+            raise ConfigError(
+                f"invalid value in override {_show(ov.raw)}{where}: {ov.problem}",
+                key=ov.key,
+                hint=_quote_hint(ov.key, ov.text, ov.problem),
+            )
     data = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(data, dict)
     cache: dict[str, frozenset[str] | None] = {}

@@ -4,6 +4,9 @@
 config (its ``run:`` section is ignored; a ``defaults: [name]`` list is merged from
 sibling files first); ``key=value`` arguments are overrides such as ``sample=100``
 or ``workers=2``, with the CLI's grammar (:mod:`nemo_runspec.config.overrides`).
+The result is checked against the stage's schema (:mod:`nemotron.data_prep.schema`)
+before any input is read: a bad value is a one-line error naming the file and
+line, or the override, that set it.
 """
 
 from __future__ import annotations
@@ -27,13 +30,22 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
     key (a typo is an error), ``+key=value`` adds one. A word that is not an
     override (``--flag``) is an unexpected argument.
     """
-    from nemo_runspec.config import load_config_file
+    return _load(path, overrides)[0]
+
+
+def _load(path: str | Path, overrides: list[str] | None) -> tuple[Any, list[Path]]:
+    """:func:`load_config` and the YAML files merged into it (parents first)."""
+    from nemo_runspec.config import apply_overrides
+    from nemo_runspec.config.loader import load_config as load_chain
 
     overrides = list(overrides or [])
     bad = [o for o in overrides if o.startswith("-") or ("=" not in o and not o.startswith("~"))]
     if bad:
         raise ConfigError(f"unexpected argument {bad[0]!r}", hint="overrides look like key=value, e.g. sample=100")
-    return load_config_file(path, overrides)
+    p = Path(path).expanduser()
+    # as nemo_runspec.config.load_config_file, keeping the list of files for error messages
+    cfg, info = load_chain(str(p if p.is_absolute() else Path.cwd() / p), p.parent)
+    return apply_overrides(cfg, overrides), list(info.files)
 
 
 def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path | None = None) -> int:
@@ -47,7 +59,7 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
         cfg_path = args.config or default_config
         if cfg_path is None:
             raise ConfigError("no config given", hint="pass --config path/to/config.yaml")
-        cfg = load_config(cfg_path, args.overrides)
+        cfg, files = _load(cfg_path, args.overrides)
         if kind == "pretrain":
             from .pretrain import run_pretrain as run
         elif kind == "sft":
@@ -56,6 +68,9 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
             from .rl import run_rl as run
         else:
             raise ConfigError(f"unknown data-prep kind {kind!r}", hint=f"one of {', '.join(KINDS)}")
+        from .validation import settings_for
+
+        settings_for(cfg, kind, files=files, overrides=args.overrides)  # every key, before any input is read
         run(cfg)
     except NemoRunspecError as exc:
         if debug:

@@ -9,14 +9,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from nemo_runspec.errors import ConfigError
+from typing import TYPE_CHECKING, Any
 
 from .paths import resolve_path
 from .report import check_bad_fraction, format_bad_summary, merge_bad, write_json
 from .sharding import Shard, plan_shards
 from .sources import InputFile, expand_inputs, scan_input
+
+if TYPE_CHECKING:
+    from .schema import DataPrepSettings
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
@@ -31,16 +32,6 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     data = json.loads(json.dumps(dict(cfg), default=str))
     data.pop("run", None)
     return data
-
-
-def get(cfg: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
-    """``cfg["a"]["b"]`` for ``"a.b"``, or ``default`` when missing or null."""
-    cur: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(cur, Mapping) or cur.get(part) is None:
-            return default
-        cur = cur[part]
-    return cur
 
 
 def config_hash(cfg: Mapping[str, Any]) -> str:
@@ -100,10 +91,17 @@ def _without_locations(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Plan:
-    """Everything decided before any shard runs."""
+    """Everything decided before any shard runs.
+
+    ``cfg`` is the resolved config as written (what the content key hashes);
+    ``settings`` the same config checked and typed by the stage's schema
+    (:mod:`nemotron.data_prep.schema`), with the defaults of absent keys: the
+    run code reads its settings from there.
+    """
 
     kind: str
     cfg: dict[str, Any]
+    settings: DataPrepSettings
     out_dir: Path
     files: list[InputFile]
     shards: list[Shard]
@@ -112,26 +110,17 @@ class Plan:
 
 
 def make_plan(cfg: Mapping[str, Any], kind: str, default_name: str) -> Plan:
-    """Resolve paths, scan inputs and cut shards."""
+    """Check the config of stage ``kind`` against its schema, resolve paths, scan inputs and cut shards."""
+    from .validation import settings_for
+
+    s = settings_for(cfg, kind)
     c = to_dict(cfg)
-    base = c.get("data_root")
-    paths = get(c, "input.paths")
-    if paths is None:
-        raise ConfigError("no input paths configured", key="input.paths", hint="set input.paths: [file.jsonl, ...]")
-    urls = expand_inputs(paths, base)
-    fmt = get(c, "input.format", "auto")
-    files = [scan_input(u, fmt) for u in urls]
-    out_dir = Path(resolve_path(
-        c.get("output_dir") or default_output_dir(c.get("name") or default_name, content_key(c, files))
-    ))
-    workers = c.get("workers")
-    if workers is not None and int(workers) < 0:
-        raise ConfigError(f"workers must be >= 0, got {workers}", key="workers")
-    sample = c.get("sample")
-    shards = plan_shards(files, int(c.get("num_shards") or 1), int(sample) if sample is not None else None)
+    urls = expand_inputs(s.input.paths, s.data_root)
+    files = [scan_input(u, s.input.format) for u in urls]
+    out_dir = Path(resolve_path(s.output_dir or default_output_dir(s.name or default_name, content_key(c, files))))
+    shards = plan_shards(files, s.num_shards, s.sample)
     out_dir.mkdir(parents=True, exist_ok=True)
-    return Plan(kind=kind, cfg=c, out_dir=out_dir, files=files, shards=shards,
-                workers=None if workers is None else int(workers))
+    return Plan(kind=kind, cfg=c, settings=s, out_dir=out_dir, files=files, shards=shards, workers=s.workers)
 
 
 def remove_stale(out_dir: Path, keep: set[str], patterns: tuple[str, ...]) -> list[str]:
@@ -159,7 +148,7 @@ def finish(plan: Plan, results: list[dict], summary: dict[str, Any], *, stream: 
         "blank_lines": sum(int(r.get("blank_lines", 0)) for r in results),
         "bad": bad,
         "bad_fraction": round(bad["total"] / records, 6) if records else 0.0,
-        "max_bad_fraction": plan.cfg.get("max_bad_fraction"),
+        "max_bad_fraction": plan.settings.max_bad_fraction,
         "shards": [
             {k: v for k, v in r.items() if k not in ("bad", "seconds", "outputs")} | {"shard": i}
             for i, r in enumerate(results)
@@ -175,8 +164,8 @@ def finish(plan: Plan, results: list[dict], summary: dict[str, Any], *, stream: 
     for line in format_bad_summary(bad, records):
         print(f"[{plan.kind}] {line}", file=stream)
     print(f"[{plan.kind}] output: {plan.out_dir}  (report: {report_path})", file=stream, flush=True)
-    check_bad_fraction(records, bad["total"], plan.cfg.get("max_bad_fraction"), report_path=report_path)
+    check_bad_fraction(records, bad["total"], plan.settings.max_bad_fraction, report_path=report_path)
     from .publish import publish_output
 
-    publish_output(plan.cfg, plan.out_dir, summary)
+    publish_output(plan.settings, plan.out_dir, summary)
     return summary

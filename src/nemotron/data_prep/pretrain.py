@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .common import config_hash, finish, get, make_plan, remove_stale
+from .common import config_hash, finish, make_plan, remove_stale
 from .indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
 from .report import BadRecordLog, write_json
 from .runner import run_shards
-from .sharding import SPLIT_NAMES, Shard, assign_split, parse_split
+from .sharding import SPLIT_NAMES, Shard, assign_split
 from .sources import Bad, iter_segment
 from .tokenizer import TokenizerInfo, load_tokenizer
 
@@ -116,18 +116,18 @@ def run_pretrain(
 ) -> dict[str, Any]:
     """Run pretraining data prep for a config (see ``config/data_prep/default.yaml``); return the summary."""
     plan = make_plan(cfg, "pretrain", "nano3-pretrain")
-    c = plan.cfg
-    tok = load_tokenizer(str(get(c, "tokenizer.path", "")), base=c.get("data_root"))
-    fractions = parse_split(c.get("split", "98,1,1"))
+    c, settings = plan.cfg, plan.settings
+    tok = load_tokenizer(settings.tokenizer.path, base=settings.data_root)
+    fractions = settings.fractions()
     params = {
         "kind": "pretrain",
         "version": 1,
-        "text_field": get(c, "input.text_field", "text"),
-        "add_eod": bool(get(c, "tokenizer.add_eod", True)),
-        "eod_id": tok.eod_id(get(c, "tokenizer.eod_token")),
+        "text_field": settings.input.text_field,
+        "add_eod": settings.tokenizer.add_eod,
+        "eod_id": tok.eod_id(settings.tokenizer.eod_token),
         "dtype": dtype_for_vocab(tok.vocab_size),
         "split": fractions,
-        "seed": c.get("seed", 1234),
+        "seed": settings.seed,
         "tokenizer_fingerprint": tok.fingerprint,
         "_tokenizer": {"spec": tok.spec, "tokenizer_json": tok.tokenizer_json, "config": tok.config},
     }
@@ -158,7 +158,7 @@ def run_pretrain(
         "num_shards": len(plan.shards),
         "splits": totals,
         "inputs": [{"url": f.url, "records": f.num_records} for f in plan.files],
-        "sample": c.get("sample"),
+        "sample": settings.sample,
         "config_hash": config_hash(c),
         "blend": str(plan.out_dir / "blend.json"),
     }

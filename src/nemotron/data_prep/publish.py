@@ -10,23 +10,26 @@ the ``[artifacts]`` section of the discovered env.toml, else
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec.ranks import global_rank
 
 
-def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, Any]) -> Any:
-    """Publish ``out_dir`` as artifact ``cfg["publish"]["name"]`` with ``summary`` as metadata.
+def publish_output(cfg: Mapping[str, Any] | Any, out_dir: str | Path, summary: dict[str, Any]) -> Any:
+    """Publish ``out_dir`` as artifact ``publish.name`` with ``summary`` as metadata.
 
-    ``publish.aliases`` (default ``["latest"]``) are pointed at the new version;
-    ``publish.copy`` copies the payload into the registry instead of recording
-    the path. No-op (returns None) when ``publish.name`` is unset or when this
-    process is not global rank 0 (only one rank publishes). Returns the
-    published :class:`~nemo_runspec.artifacts.registry.Artifact`.
+    ``cfg`` is a data-prep config (a mapping, its ``publish:`` section checked
+    against :class:`~nemotron.data_prep.schema.Publish`) or already validated
+    settings. ``publish.aliases`` (default ``["latest"]``) are pointed at the
+    new version; ``publish.copy`` copies the payload into the registry instead
+    of recording the path. No-op (returns None) when ``publish.name`` is unset
+    or when this process is not global rank 0 (only one rank publishes).
+    Returns the published :class:`~nemo_runspec.artifacts.registry.Artifact`.
     """
-    pub = cfg.get("publish") or {}
-    name = pub.get("name") if isinstance(pub, dict) else None
+    pub = _publish_settings(cfg)
+    name = pub.name
     if not name:
         return None
     rank = global_rank()
@@ -36,8 +39,18 @@ def publish_output(cfg: dict[str, Any], out_dir: str | Path, summary: dict[str, 
     from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
-    aliases = tuple(pub.get("aliases") or ("latest",))
-    art = registry.publish(name, Path(out_dir), metadata=summary, aliases=aliases,
-                           copy=bool(pub.get("copy", False)))
+    aliases = tuple(pub.aliases)
+    art = registry.publish(name, Path(out_dir), metadata=summary, aliases=aliases, copy=pub.copy_)
     print(f"published {art.ref} ({', '.join(aliases)}) -> {art.path}  [registry: {registry.location}]")
     return art
+
+
+def _publish_settings(cfg: Mapping[str, Any] | Any) -> Any:
+    """The checked ``publish:`` settings of ``cfg`` (a config mapping or validated settings)."""
+    if not isinstance(cfg, Mapping):
+        return cfg.publish
+    from .schema import Publish
+    from .validation import check_section
+
+    section = cfg.get("publish")
+    return check_section(Publish, {} if section is None else section, "publish")

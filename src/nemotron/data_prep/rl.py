@@ -27,13 +27,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .common import config_hash, finish, get, make_plan, remove_stale
+from .common import config_hash, finish, make_plan, remove_stale
 from .report import BadRecordLog, write_json
 from .runner import run_shards
-from .sharding import Shard, assign_split, parse_split
+from .sharding import RL_SPLITS, Shard, assign_split
 from .sources import Bad, iter_segment
 
-RL_SPLITS = ("train", "validation")
 _WS = re.compile(r"\s+")
 
 
@@ -123,23 +122,23 @@ def run_rl(
 ) -> dict[str, Any]:
     """Run RL data prep for a config (see ``stage2_rl/config/data_prep/default.yaml``); return the summary."""
     plan = make_plan(cfg, "rl", "nano3-rl")
-    c = plan.cfg
-    fractions = parse_split(c.get("split", "95,5"), RL_SPLITS)
+    c, settings = plan.cfg, plan.settings
+    fractions = settings.fractions()
     params = {
         "kind": "rl",
         "version": 1,
-        "prompt_field": get(c, "input.prompt_field", "prompt"),
-        "answer_field": get(c, "input.answer_field", "answer"),
-        "messages_field": get(c, "input.messages_field", "messages"),
-        "require_answer": bool(c.get("require_answer", True)),
+        "prompt_field": settings.input.prompt_field,
+        "answer_field": settings.input.answer_field,
+        "messages_field": settings.input.messages_field,
+        "require_answer": settings.require_answer,
     }
     results = run_shards(rl_shard, plan.shards, params, plan.out_dir, workers=plan.workers,
                          label="rl", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
     remove_stale(plan.out_dir, keep, ("shards/shard_*",))
 
-    dedupe = bool(c.get("dedupe", True))
-    seed = c.get("seed", 1234)
+    dedupe = settings.dedupe
+    seed = settings.seed
     seen: set[str] = set()
     counts = dict.fromkeys(RL_SPLITS, 0)
     duplicates = 0
@@ -172,7 +171,7 @@ def run_rl(
         "dedupe": dedupe,
         "duplicates_removed": duplicates,
         "inputs": [{"url": f.url, "records": f.num_records} for f in plan.files],
-        "sample": c.get("sample"),
+        "sample": settings.sample,
         "config_hash": config_hash(c),
     }
     write_json(plan.out_dir / "metadata.json", metadata)

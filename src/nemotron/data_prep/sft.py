@@ -24,18 +24,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.errors import ConfigError
-
-from .common import config_hash, finish, get, make_plan, remove_stale
+from .common import config_hash, finish, make_plan, remove_stale
 from .report import BadRecordLog, write_json
 from .runner import run_shards
-from .sharding import SPLIT_NAMES, Shard, assign_split, parse_split
+from .sharding import SPLIT_NAMES, Shard, assign_split
 from .sources import Bad, iter_segment
 from .tokenizer import TokenizerInfo, load_tokenizer, render_chat
 
 ROLES = ("system", "user", "assistant", "tool")
-PACKING = ("first_fit", "sequential")
-TOO_LONG = ("drop", "truncate")
 
 
 def validate_messages(rec: Any, field: str) -> list[dict[str, str]] | Bad:
@@ -214,33 +210,25 @@ def run_sft(
 ) -> dict[str, Any]:
     """Run SFT data prep for a config (see ``stage1_sft/config/data_prep/default.yaml``); return the summary."""
     plan = make_plan(cfg, "sft", "nano3-sft")
-    c = plan.cfg
-    tok = load_tokenizer(str(get(c, "tokenizer.path", "")), base=c.get("data_root"))
-    template = get(c, "tokenizer.chat_template") or tok.chat_template
-    pack_size = int(c.get("pack_size", 4096))
-    packing = c.get("packing", "first_fit")
-    too_long = c.get("too_long", "drop")
-    if pack_size < 1:
-        raise ConfigError(f"pack_size must be positive, got {pack_size}", key="pack_size")
-    if packing not in PACKING:
-        raise ConfigError(f"unknown packing {packing!r}", key="packing", hint=f"use one of {', '.join(PACKING)}")
-    if too_long not in TOO_LONG:
-        raise ConfigError(f"unknown too_long {too_long!r}", key="too_long", hint=f"use one of {', '.join(TOO_LONG)}")
-    pad_token = get(c, "tokenizer.pad_token") or _pad_name(tok)
+    c, settings = plan.cfg, plan.settings
+    tok = load_tokenizer(settings.tokenizer.path, base=settings.data_root)
+    template = settings.tokenizer.chat_template or tok.chat_template
+    pack_size, packing, too_long = settings.pack_size, settings.packing, settings.too_long
+    pad_token = settings.tokenizer.pad_token or _pad_name(tok)
     pad_id = tok.token_id(pad_token) if pad_token else None
     if pad_id is None:
-        pad_id = tok.eod_id(get(c, "tokenizer.eod_token"))
-    fractions = parse_split(c.get("split", "98,1,1"))
+        pad_id = tok.eod_id(settings.tokenizer.eod_token)
+    fractions = settings.fractions()
     params = {
         "kind": "sft",
         "version": 1,
-        "messages_field": get(c, "input.messages_field", "messages"),
+        "messages_field": settings.input.messages_field,
         "pack_size": pack_size,
         "packing": packing,
         "too_long": too_long,
         "pad_id": pad_id,
         "split": fractions,
-        "seed": c.get("seed", 1234),
+        "seed": settings.seed,
         "tokenizer_fingerprint": tok.fingerprint,
         "template_sha256": hashlib.sha256(template.encode()).hexdigest(),
         "_tokenizer": {"spec": tok.spec, "tokenizer_json": tok.tokenizer_json, "config": tok.config},
@@ -268,7 +256,7 @@ def run_sft(
         "splits": totals,
         "files": {s: sorted(o for o in keep if o.startswith(f"{s}/")) for s in SPLIT_NAMES},
         "inputs": [{"url": f.url, "records": f.num_records} for f in plan.files],
-        "sample": c.get("sample"),
+        "sample": settings.sample,
         "config_hash": config_hash(c),
     }
     write_json(plan.out_dir / "metadata.json", metadata)

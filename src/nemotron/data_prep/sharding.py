@@ -16,6 +16,8 @@ from nemo_runspec.errors import ConfigError
 from .sources import CHECKPOINT_STRIDE, InputFile, Segment
 
 SPLIT_NAMES = ("train", "valid", "test")
+#: The RL data prep's splits (NeMo-RL reads train.jsonl and validation.jsonl).
+RL_SPLITS = ("train", "validation")
 
 
 @dataclass(frozen=True)

@@ -268,3 +268,135 @@ def test_everything_after_first_equals_is_the_value(left: str, right: str) -> No
     ov = parse_override(f"k={text}")
     assert ov.key == "k"
     assert ov.text == text
+
+
+# --- values that are clearly mistakes vs. legitimate strings -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("[1,2", "unclosed '['"),
+        ("[1, [2, 3]", "unclosed '['"),
+        ("{a: 1", "unclosed '{'"),
+        ("[1]]", "']' without an opening '['"),
+        ("{a: [1}", "'}' closes '['"),
+        ("'abc", "unclosed single quote"),
+        ('"abc', "unclosed double quote"),
+        ("[a, 'b]", "unclosed single quote"),
+        ('"a"b', "text after the closing quote"),
+        ("!!int abc", "ValueError"),
+        ("${train.iters", "malformed interpolation '${train.iters'"),
+        ("x ${", "malformed interpolation"),
+    ],
+)
+def test_malformed_value_is_a_one_line_error_naming_the_override(cfg, value, problem) -> None:
+    with pytest.raises(ConfigError) as err:
+        apply_overrides(cfg, [f"train.name={value}"])
+    msg = str(err.value)
+    assert msg.startswith(f"invalid value in override 'train.name={value}': {problem}")
+    assert len(msg.splitlines()) == 1
+    assert err.value.key == "train.name"
+    with pytest.raises(ConfigError, match="invalid value"):
+        parse_value(value)
+
+
+def test_unclosed_list_message(cfg) -> None:
+    c = OmegaConf.create({"train": {"train_iters": 10}})
+    with pytest.raises(ConfigError) as err:
+        apply_overrides(c, ["train.train_iters=[1,2"])
+    assert str(err.value) == (
+        "invalid value in override 'train.train_iters=[1,2': unclosed '[' "
+        """(to pass it as text, quote it: 'train.train_iters="[1,2"')"""
+    )
+
+
+@pytest.mark.parametrize("value", ["[1,2", "{a: 1", "'abc", '"a"b', "[a, 'b]", "!!int abc", "it's [x"])
+def test_the_quoting_hint_gives_back_the_text(cfg, value) -> None:
+    """Following the hint (one shell word) sets the value as the string that was typed."""
+    import shlex
+
+    try:
+        apply_overrides(cfg, [f"train.name={value}"])
+    except ConfigError as exc:
+        suggestion = exc.hint.split("quote it: ", 1)[1]
+        (word,) = shlex.split(suggestion)
+    else:  # not a mistake: nothing to follow
+        assert value == "it's [x"
+        return
+    out = apply_overrides(cfg, [word])
+    assert out.train.name == value
+
+
+def test_parse_override_keeps_the_problem_for_apply_time() -> None:
+    ov = parse_override("train.iters=[1,2")
+    assert (ov.text, ov.value, ov.problem) == ("[1,2", "[1,2", "unclosed '['")
+    assert parse_override("train.iters=[1,2]").problem is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "foo bar", "/lustre/a b", "a:b", "a: b: c", "[draft] notes", "{x} y", "x]", "it's", "don't [stop",
+        "- a", "{{ x }}", "@at", "`cmd`", "%x", "*x", "foo #bar", "s3://bucket/key", "pkg:nemotron/x",
+    ],
+)
+def test_legitimate_strings_are_kept_verbatim(cfg, value) -> None:
+    assert parse_value(value) == value
+    assert apply_overrides(cfg, [f"train.name={value}"]).train.name == value
+
+
+def test_block_list_is_text_but_flow_list_is_a_list() -> None:
+    assert parse_value("- a") == "- a"
+    assert parse_value("[a]") == ["a"]
+
+
+_WORD = st.from_regex(r"[a-z][a-z0-9_./:-]{0,12}( [a-z0-9_./-]{1,8})?", fullmatch=True).filter(
+    lambda w: w.lower() not in {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"}
+)
+
+
+@given(_WORD)
+def test_plain_strings_are_kept_as_typed(word: str) -> None:
+    assert parse_value(word) == word
+
+
+# In a flow list ``a:`` starts a mapping: list items here have no colon.
+_SCALAR = st.one_of(st.integers(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                    _WORD.filter(lambda w: ":" not in w))
+
+
+def _yaml(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml(v) for v in value) + "]"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@given(st.one_of(_SCALAR, st.lists(_SCALAR, max_size=5)))
+def test_typed_values_parse_to_their_type(value) -> None:
+    got = parse_value(_yaml(value))
+    assert got == value
+    assert type(got) is type(value)
+
+
+@given(_TEXT)
+def test_any_value_is_parsed_kept_or_refused_on_one_line(text: str) -> None:
+    """Never a traceback: the override applies (to what parse_override parsed) or is a one-line ConfigError."""
+    base = OmegaConf.create({"train": {"name": "x"}})
+    raw_override = f"train.name={text}"
+    try:
+        out = apply_overrides(base, [raw_override])
+    except ConfigError as exc:
+        msg = str(exc)
+        assert len(msg.splitlines()) == 1, msg
+        assert "train.name" in msg
+        return
+    ov = parse_override(raw_override)
+    assert ov.problem is None
+    value = OmegaConf.to_container(out, resolve=False)["train"]["name"]
+    assert value == ov.value
+    assert isinstance(value, str | int | float | bool | list | dict | None)
+    if isinstance(value, str) and text.strip()[:1] not in ("'", '"'):
+        assert value == text  # unquoted text is never changed

@@ -2,8 +2,10 @@
 
 The three stages are one program over three recipe scripts, so they share one
 flow, :func:`prepare`, forkable like every recipe command: the runspec, the
-job compiled from the command line, a run here (a local Ray instance) or a
-Ray job on Slurm through nemo-run (``--dry-run`` shows the exact script).
+job compiled from the command line, its config checked against the stage's
+schema (before a local run, a dry run or a submission alike), a run here (a
+local Ray instance) or a Ray job on Slurm through nemo-run (``--dry-run`` shows
+the exact script).
 """
 
 from __future__ import annotations
@@ -38,14 +40,24 @@ Produces:
 
 
 def prepare(spec: Runspec, ctx: typer.Context) -> int:
-    """Compile the data prep of ``spec``'s stage, then run, show or submit it."""
-    job = compile_job(spec, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
+    """Compile the data prep of ``spec``'s stage, check its config, then run, show or submit it."""
+    recipe = parse_recipe_config(ctx)
+    job = compile_job(spec, recipe)  # config + overrides + profile, with provenance
+    from nemotron.data_prep.validation import check_config  # imports pydantic: not at --help time
+
+    check_config(job.train_config, stage_of(spec), overrides=recipe.overrides)  # every key typed, ${...} later
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
     # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
     slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (Ray template)
     return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+
+
+def stage_of(spec: Runspec) -> str:
+    """The data-prep stage (``pretrain``, ``sft``, ``rl``) of ``spec``: its key in :data:`SPECS`,
+    else the last part of its name (``nano3/data/prep/sft`` -> ``sft``)."""
+    return next((stage for stage, s in SPECS.items() if s is spec), spec.name.rsplit("/", 1)[-1])
 
 
 def _stage_command(stage: str) -> Callable[[typer.Context], int]:
