@@ -72,6 +72,12 @@ class CLIUsageError(NemoRunspecError, ValueError):
     """Bad command-line usage (conflicting or value-less global options)."""
 
 
+class LocalPathError(NemoRunspecError, ValueError):
+    """A local file or directory the command needs cannot be used: not readable,
+    not creatable or writable (a read-only ``$NEMOTRON_HOME``), or not the kind
+    of file expected (a directory or device where a file belongs)."""
+
+
 class ExecutionError(NemoRunspecError, RuntimeError):
     """A job could not be built, packaged, submitted or followed."""
 

@@ -1,14 +1,21 @@
 """Local paths used by nemotron: ``$NEMOTRON_HOME`` and what lives under it.
 
 ``NEMOTRON_HOME`` defaults to ``~/.nemotron``; it holds local job directories
-(``jobs/``) and caches (``cache/``). Nothing here creates directories: callers
-create what they write.
+(``jobs/``) and caches (``cache/``). Nothing here creates directories unasked:
+callers create what they write, through :func:`ensure_dir`, so that a directory
+that cannot be created (a read-only ``NEMOTRON_HOME``) is a one-line
+:class:`~nemo_runspec.errors.LocalPathError` naming it and saying what to do.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo_runspec.errors import LocalPathError
 
 DEFAULT_HOME = "~/.nemotron"
 
@@ -26,3 +33,55 @@ def jobs_dir() -> Path:
 def cache_dir() -> Path:
     """Where caches go: ``$NEMOTRON_HOME/cache``."""
     return nemotron_home() / "cache"
+
+
+def _under_home(path: Path) -> bool:
+    home = nemotron_home().absolute()
+    target = path.absolute()
+    return target == home or home in target.parents
+
+
+def path_error(
+    exc: OSError, path: str | os.PathLike[str], action: str, *, shown: str | os.PathLike[str] | None = None
+) -> LocalPathError:
+    """``exc`` (raised while trying to ``action`` ``path``) as a one-line error naming the
+    path that failed (``shown``, default the file ``exc`` names, else ``path``) and how
+    to fix it; paths under ``$NEMOTRON_HOME`` say so."""
+    from nemo_runspec.errors import LocalPathError
+
+    if shown is None:
+        shown = exc.filename if getattr(exc, "filename", None) else path
+    failed = Path(os.fsdecode(shown))
+    reason = exc.strerror or str(exc)
+    if _under_home(Path(path)):
+        if os.environ.get("NEMOTRON_HOME"):
+            where = f"$NEMOTRON_HOME is {nemotron_home()}"
+        else:
+            where = f"NEMOTRON_HOME is not set, so {nemotron_home()} is used"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = f"{where}: free space there, or point NEMOTRON_HOME at a directory with room"
+        elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+            hint = f"{where}: a part of that path is a file, not a directory; point NEMOTRON_HOME elsewhere"
+        else:
+            hint = f"{where}: make it writable, or point NEMOTRON_HOME at a writable directory"
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = "free space there, or choose another directory"
+    elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        hint = "a part of that path is a file, not a directory"
+    else:
+        hint = "make it writable, or choose another directory"
+    return LocalPathError(f"cannot {action}: {reason}", path=failed, hint=hint)
+
+
+def ensure_dir(path: str | os.PathLike[str], *, action: str = "create directory") -> Path:
+    """Create directory ``path`` (and its parents) unless it exists; return it.
+
+    An :class:`OSError` (read-only or full file system, a file in the way)
+    becomes :class:`~nemo_runspec.errors.LocalPathError` (see :func:`path_error`).
+    """
+    target = Path(path).expanduser()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise path_error(exc, target, action) from exc
+    return target

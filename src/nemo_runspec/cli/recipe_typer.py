@@ -85,19 +85,46 @@ class RecipeTyper(typer.Typer):
             rich_help_panel=rich_help_panel,
         )(command)
 
+    def add_command_module(
+        self, name: str, module: str, *, rich_help_panel: str | None = None
+    ) -> None:
+        """Import ``module`` and register its recipe command ``name``.
+
+        The command is the module's function ``name`` with its runspec
+        (``SPECS[name]`` when the module serves several commands, else ``SPEC``).
+        A module that fails to import (a broken runspec block, a missing
+        dependency) registers a stub instead (:meth:`add_failed_command`).
+        """
+        import importlib
+
+        try:
+            mod = importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
+            self.add_failed_command(name, exc, rich_help_panel=rich_help_panel)
+            return
+        spec = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
+        self.add_recipe_command(getattr(mod, name), spec=spec, rich_help_panel=rich_help_panel, name=name)
+
     def add_failed_command(
         self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None
     ) -> None:
         """Register a stub ``name`` for a command whose module failed to import.
 
-        Its help says ``failed to load: <error>``; invoking it exits 1 with that
-        message, so a broken command never silently disappears.
+        Its help says ``failed to load: <error>``, so a broken command never
+        silently disappears. Invoking it raises ``error`` itself when it is a
+        :class:`~nemo_runspec.errors.NemoRunspecError` (a broken runspec or config
+        is exit 2, as anywhere else), else an ``ExecutionError`` with that message
+        (exit 1).
         """
         message = f"failed to load: {error}"
 
         def failed(ctx: typer.Context) -> None:
-            from nemo_runspec.errors import ExecutionError
+            from nemo_runspec.errors import ExecutionError, NemoRunspecError
 
+            if isinstance(error, NemoRunspecError):
+                # e.g. a broken [tool.runspec] block in the recipe script: the same
+                # one-line error (file, line) and exit code as the problem itself.
+                raise error
             raise ExecutionError(f"'{ctx.command_path}' {message}")
 
         failed.__doc__ = message

@@ -96,16 +96,28 @@ def staged_job_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     Yields a hidden temporary sibling directory to fill in. When the block ends
     without an exception, the temporary dir is renamed to ``path`` (an
     :class:`~nemo_runspec.errors.ExecutionError` if ``path`` already exists);
-    on any exception it is removed and the exception re-raised.
+    on any exception it is removed and the exception re-raised. A directory
+    that cannot be created or written (read-only ``$NEMOTRON_HOME``, full
+    disk) is a :class:`~nemo_runspec.errors.LocalPathError` naming it.
     """
+    from nemo_runspec.paths import ensure_dir, path_error
+
     final = Path(path).expanduser()
     if final.exists():
         raise ExecutionError("job directory already exists", path=final)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(final.parent, action="create the job directory")
     tmp = final.parent / f".{final.name}.staging-{secrets.token_hex(4)}"
-    tmp.mkdir()
     try:
-        yield tmp
+        tmp.mkdir()
+    except OSError as exc:
+        raise path_error(exc, final.parent, "create the job directory") from exc
+    try:
+        try:
+            yield tmp
+        except OSError as exc:  # writing the job's files into it (disk full, ...)
+            if exc.filename is None or not str(exc.filename).startswith(str(tmp)):
+                raise
+            raise path_error(exc, final, "write the job directory", shown=final) from exc
         try:
             _rename_noreplace(tmp, final)
         except FileExistsError as exc:
@@ -113,7 +125,7 @@ def staged_job_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         except OSError as exc:
             if exc.errno in (17, 39):  # EEXIST, ENOTEMPTY
                 raise ExecutionError("job directory already exists", path=final) from exc
-            raise
+            raise path_error(exc, final, "create the job directory", shown=final) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -69,9 +69,10 @@ def config_info(cfg: DictConfig) -> LoadedConfig | None:
 def list_configs(config_dir: str | os.PathLike[str]) -> list[str]:
     """Names of the configs in ``config_dir`` (YAML file stems), sorted."""
     d = Path(config_dir)
-    if not d.is_dir():
+    try:
+        return sorted({p.stem for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()})
+    except OSError:  # missing, not a directory, not readable
         return []
-    return sorted({p.stem for p in d.iterdir() if p.suffix in YAML_SUFFIXES and p.is_file()})
 
 
 def is_config_path(config: str) -> bool:
@@ -94,22 +95,69 @@ def resolve_config_path(
         p = Path(config).expanduser()
         if not p.is_absolute():
             p = Path(base_dir if base_dir is not None else Path.cwd()) / p
-        if p.is_file():
+        if _is_file(p):
             return p
+        if _exists(p):
+            raise _not_a_config_file(p)
         hint = None
-        if p.parent.is_dir():
-            hint = did_you_mean(p.name, [c.name for c in p.parent.iterdir() if c.suffix in YAML_SUFFIXES])
+        if _is_dir(p.parent):
+            hint = did_you_mean(p.name, _yaml_names(p.parent))
         raise ConfigError(f"config file not found: {config}", path=p, hint=hint)
     d = Path(config_dir)
     for suffix in YAML_SUFFIXES:
         candidate = d / f"{config}{suffix}"
-        if candidate.is_file():
+        if _is_file(candidate):
             return candidate
-    if not d.is_dir():
+    if not _is_dir(d):
         raise ConfigError(f"unknown config '{config}': config directory does not exist", path=d)
     available = list_configs(d)
     hint = did_you_mean(config, available, listing=True) or "the directory has no .yaml configs"
+    here = Path(base_dir if base_dir is not None else Path.cwd()) / config
+    if _is_dir(here):  # `-c mydir`: the user means that directory, not a config name
+        exc = _not_a_config_file(here)
+        raise ConfigError(exc.problem, path=here, hint=f"{exc.hint}; or a config name: {', '.join(available)}")
+    if _exists(here):  # `-c myconf`: a file path written without '/' or .yaml
+        hint = f"{here} is a file: to use it, pass it as ./{config}; {hint}"
     raise ConfigError(f"unknown config '{config}'", path=d, hint=hint)
+
+
+def _exists(p: Path) -> bool:
+    try:
+        p.stat()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except (OSError, ValueError):  # e.g. a parent dir without search permission
+        return False
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _yaml_names(d: Path) -> list[str]:
+    try:
+        return sorted(c.name for c in d.iterdir() if c.suffix in YAML_SUFFIXES)
+    except OSError:
+        return []
+
+
+def _not_a_config_file(p: Path) -> ConfigError:
+    """A config path that exists but is not a regular file (a directory, a device)."""
+    if _is_dir(p):
+        names = _yaml_names(p)
+        shown = ", ".join(str(p / n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+        hint = f"pass one of its files: {shown}" if names else "it holds no .yaml files; pass a YAML file"
+        return ConfigError("is a directory, not a YAML config file", path=p, hint=hint)
+    return ConfigError("is not a regular file (a config must be a YAML file)", path=p)
 
 
 def _defaults_line(text: str) -> int | None:

@@ -25,13 +25,25 @@ def yaml_loader() -> Any:
 def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """Parse one YAML file into a dict (``{}`` when empty); returns ``(data, text)``.
 
-    Syntax errors and duplicate keys become :class:`ConfigError` with the line.
+    Syntax errors and duplicate keys become :class:`ConfigError` with the line;
+    so do a file that cannot be read (a directory, no permission) and one that
+    is not UTF-8 text (the line of the first bad byte).
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        raw = p.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError("is a directory, not a YAML config file", path=p) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=p) from exc
+        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=p) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x}: {exc.reason})",
+            path=p, line=line, hint="save the file as UTF-8",
+        ) from None
     try:
         data = yaml.load(text, Loader=yaml_loader())
     except yaml.MarkedYAMLError as exc:

@@ -6,6 +6,7 @@ Standard library only: ``nemotron --help`` uses this module to list profiles.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from nemo_runspec.errors import EnvFileError
@@ -24,9 +25,17 @@ CREATE_HINT = (
 def project_root(start: Path) -> Path | None:
     """The first directory from ``start`` upwards holding a :data:`ROOT_MARKERS` entry."""
     for d in (start, *start.parents):
-        if any((d / m).exists() for m in ROOT_MARKERS):
+        if any(_exists(d / m) for m in ROOT_MARKERS):
             return d
     return None
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, False (not an exception) where a directory cannot be searched."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def search_dirs(start: Path) -> list[Path]:
@@ -49,16 +58,46 @@ def search_dirs(start: Path) -> list[Path]:
 def as_env_file(value: str | os.PathLike[str]) -> Path:
     """``value`` as an absolute path; a directory means ``DIR/env.toml``."""
     path = Path(os.path.expanduser(os.fspath(value))).absolute()
-    return path / ENV_FILE_NAME if path.is_dir() else path
+    try:
+        is_dir = path.is_dir()
+    except OSError:  # not searchable: reported when it is read
+        is_dir = False
+    return path / ENV_FILE_NAME if is_dir else path
+
+
+_FILE_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def _explicit_path(value: str | os.PathLike[str], origin: str) -> Path:
+    """The env file ``value`` names; an error unless it is an existing regular file.
+
+    An empty regular file is fine (an env.toml without profiles); a device such
+    as ``/dev/null``, a pipe or a socket is refused, naming what it is.
+    """
     path = as_env_file(value)
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
         raise EnvFileError(
             f"env file {str(path)!r} given by {origin} does not exist",
             path=path,
             hint=CREATE_HINT,
+        ) from None
+    except OSError as exc:
+        raise EnvFileError(
+            f"cannot read the env file given by {origin}: {exc.strerror or exc}", path=path
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise EnvFileError(
+            f"the env file given by {origin} is {kind}, not a regular file",
+            path=path,
+            hint="pass an env.toml file; an empty file means no profiles",
         )
     return path
 
@@ -89,7 +128,7 @@ def find_env_file(
         return _explicit_path(*named)
     for d in search_dirs(Path(start if start is not None else Path.cwd()).absolute()):
         candidate = d / ENV_FILE_NAME
-        if candidate.is_file():
+        if _exists(candidate) and candidate.is_file():
             return candidate
     return None
 

@@ -58,13 +58,19 @@ def load_env_file(path: str | os.PathLike[str]) -> EnvFile:
     """
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
-    except UnicodeDecodeError as exc:
-        raise EnvFileError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except IsADirectoryError:
+        raise EnvFileError("is a directory, not an env.toml file", path=path) from None
     except OSError as exc:
         raise EnvFileError(f"cannot read env file: {exc.strerror or exc}", path=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise EnvFileError(f"not UTF-8 text ({exc.reason})", path=path, line=line,
+                           hint="save the file as UTF-8") from None
     text = text.removeprefix("\ufeff")
     try:
         data = tomllib.loads(text)

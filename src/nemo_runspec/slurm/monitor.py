@@ -1,6 +1,8 @@
 """Follow a submitted job: queue state, then its log, then its exit code from sacct.
 
-Ctrl-C asks (on a terminal) whether to detach or cancel; without a terminal it detaches.
+Ctrl-C asks (on a terminal) whether to detach or cancel; without a terminal it
+detaches. Either way the job is marked interrupted, so the command exits 130
+(:attr:`SubmittedJob.returncode`); detaching prints how to follow the job.
 """
 
 from __future__ import annotations
@@ -28,10 +30,22 @@ def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
     if sys.stdin is not None and sys.stdin.isatty():
         from rich.prompt import Prompt
 
-        choice = Prompt.ask(f"\nJob {sub.job_id} is still running: [d]etach or [c]ancel it?",
-                            choices=["d", "c"], default="d")
+        try:
+            choice = Prompt.ask(f"\nJob {sub.job_id} is still running: [d]etach or [c]ancel it?",
+                                choices=["d", "c"], default="d")
+        except (KeyboardInterrupt, EOFError):  # Ctrl-C again (or Ctrl-D): leave the job alone
+            return "detach"
         return "cancel" if choice == "c" else "detach"
     return "detach"
+
+
+def detach(sub: SubmittedJob, console: Any) -> None:
+    """Stop following ``sub`` after Ctrl-C: say that it keeps running and how to
+    follow or cancel it, and mark it interrupted (the command exits 130)."""
+    sub.interrupted = True
+    console.print(f"[yellow]Detached from job {sub.job_id}; it keeps running.[/]")
+    for label, cmd in follow_commands(sub):
+        console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
 
 
 def follow(
@@ -39,7 +53,11 @@ def follow(
     on_interrupt: Callable[[SubmittedJob], str] | None = None,
 ) -> int | None:
     """Follow a submitted job to its end; returns (and stores) its exit code,
-    or None when the user detached."""
+    or None when the user detached (Ctrl-C; ``sub.interrupted`` is then set).
+
+    ``on_interrupt(sub)`` decides what Ctrl-C does (``"detach"`` or ``"cancel"``);
+    the default asks on a terminal and detaches without one.
+    """
     from rich.console import Console
 
     console = console or Console(stderr=True)
@@ -53,11 +71,9 @@ def follow(
         if action == "cancel":
             remote.run(f"scancel {sub.job_id}")
             console.print(f"[yellow]Cancelled job {sub.job_id}[/]")
-            sub.state, sub.exit_code = "CANCELLED", 130
+            sub.state, sub.exit_code, sub.interrupted = "CANCELLED", 130, True
             return 130
-        console.print(f"[yellow]Detached from job {sub.job_id}; it keeps running.[/]")
-        for label, cmd in follow_commands(sub):
-            console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
+        detach(sub, console)
         return None
 
 

@@ -119,7 +119,8 @@ class PreparedJob:
 
 @dataclass
 class SubmittedJob:
-    """A submitted job. ``exit_code`` is set when followed to the end (None if detached)."""
+    """A submitted job. ``exit_code`` is set when followed to the end (None if detached);
+    ``interrupted`` when Ctrl-C stopped following it (the job keeps running)."""
 
     job_id: str
     job_dir: str
@@ -130,11 +131,15 @@ class SubmittedJob:
     state: str = "PENDING"
     exit_code: int | None = None
     prepared: PreparedJob | None = None
+    interrupted: bool = False
 
     @property
     def returncode(self) -> int:
-        """The command's exit status: the job's exit code when followed to the end, else 0."""
-        return self.exit_code or 0
+        """The command's exit status: the job's exit code when followed to the end,
+        130 when Ctrl-C detached from it (or cancelled it), else 0 (``--batch``)."""
+        if self.exit_code is not None:
+            return self.exit_code
+        return 130 if self.interrupted else 0
 
 
 def prepare_job(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError, SubmissionError
-from nemo_runspec.slurm.monitor import follow
+from nemo_runspec.slurm.monitor import detach, follow
 from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
 from nemo_runspec.slurm.render import experiment_for, task_for
@@ -167,18 +167,24 @@ def submit(
     """Submit ``job``. Detached (``--batch``; the default follows ``job.mode``): print
     the summary and return at once. Attached:
     show queue state, stream the log to ``out`` (stdout) and set ``exit_code``
-    from sacct. Ctrl-C asks (TTY) to detach or cancel; without a TTY it detaches.
-    ``job.plan`` (what was packaged) is written to ``packaging.json`` in the
-    local experiment dir once Slurm accepted the job.
+    from sacct. Ctrl-C asks (TTY) to detach or cancel; without a TTY it detaches;
+    either way ``returncode`` is 130. Ctrl-C after Slurm accepted the job but
+    before following began detaches the same way (the job id and how to follow
+    it are printed). ``job.plan`` (what was packaged) is written to
+    ``packaging.json`` in the local experiment dir once Slurm accepted the job.
     """
     from rich.console import Console
 
     console = console or Console(stderr=True)
     attached = job.attached if attached is None else attached
     sub = submit_detached(job)
-    if job.plan is not None:
-        job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
-    print_submission(sub, console)
+    try:
+        if job.plan is not None:
+            job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
+        print_submission(sub, console)
+    except KeyboardInterrupt:  # submitted already: never leave the user without the job id
+        detach(sub, console)
+        return sub
     if attached:
         follow(sub, console=console, poll=poll, out=out, on_interrupt=on_interrupt)
     return sub

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,91 @@ def test_expected_gpu_count_mismatch_fails(tmp_path):
     proc, data = _run(tmp_path, {"expect_gpus_per_node": 8}, nproc=1)
     assert proc.returncode != 0
     assert "expected 8 GPU(s), see 0" in data["ranks"][0]["failures"]
+
+
+# --------------------------------------------------------------------------- exit codes
+# A failed check must make *every* rank exit 1. Launchers stop the other ranks as
+# soon as one exits (torchrun's agent, srun --kill-on-bad-exit) with SIGTERM; a rank
+# that dies of it reports 15 / -15 instead of the recipe's 1.
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_ranks(tmp_path: Path, cfg: dict, world: int = 2) -> list[subprocess.Popen]:
+    """``world`` plain processes forming one group, as srun starts them (no torchrun)."""
+    config = tmp_path / "preflight.yaml"
+    config.write_text(json.dumps({"preflight": {"report_path": str(tmp_path / "report.json"),
+                                                "timeout_s": 60, **cfg}}))
+    port = str(_free_port())
+    procs = []
+    for rank in range(world):
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "LOCAL_RANK": str(rank),
+               "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        procs.append(subprocess.Popen([sys.executable, str(SCRIPT), "--config", str(config)],
+                                      cwd=tmp_path, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    return procs
+
+
+def test_a_rank_stopped_by_its_launcher_after_the_verdict_still_exits_1(tmp_path):
+    """The launcher's SIGTERM (another rank already exited 1) arrives once the verdict
+    is known: the rank exits 1, the recipe's failure code, not 15 / -15."""
+    import signal
+
+    rank0, rank1 = _start_ranks(tmp_path, {"require_env": ["PREFLIGHT_ABSENT_VAR"]})
+    seen = []
+    for line in rank0.stdout:
+        seen.append(line)
+        if line.startswith("preflight FAILED"):
+            rank0.send_signal(signal.SIGTERM)  # what torchrun / srun do to a straggler
+            break
+    out0, err0 = rank0.communicate(timeout=120)
+    out1, err1 = rank1.communicate(timeout=120)
+    assert any(line.startswith("preflight FAILED") for line in seen), "".join(seen) + out0 + err0
+    assert rank0.returncode == 1, (rank0.returncode, err0)
+    assert rank1.returncode == 1, (rank1.returncode, err1)
+    assert "Traceback" not in err0 + err1
+
+
+def test_a_check_failing_on_one_rank_makes_every_rank_exit_1(tmp_path):
+    """Rank 1's path is missing, rank 0's is fine: torchrun exits 1 and no rank was
+    killed (every per-rank exit code torchrun reports is 1)."""
+    (tmp_path / "mount-0").mkdir()
+    for _ in range(3):  # the race this guards against does not show on every run
+        proc, data = _run(tmp_path, {"paths": [str(tmp_path / "mount-$RANK")]})
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert data["ok"] is False
+        fails = {r["rank"]: r["failures"] for r in data["ranks"]}
+        assert fails[0] == [] and fails[1] == [f"{tmp_path / 'mount-$RANK'}: missing"]
+        codes = re.findall(r"exitcode\s*:\s*(-?\d+)", proc.stderr)
+        assert codes and set(codes) == {"1"}, proc.stderr
+
+
+def test_a_check_that_raises_is_a_failure_of_that_rank_not_a_crash(tmp_path):
+    """A bad value (not a number) fails the check on every rank with a message; the
+    report is still written and every rank exits 1 without a traceback."""
+    proc, data = _run(tmp_path, {"expect_gpus_per_node": "eight"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert data is not None and data["ok"] is False
+    for r in data["ranks"]:
+        assert any("expect_gpus_per_node" in f and "eight" in f for f in r["failures"]), r
+    assert "preflight FAILED" in proc.stdout
+    codes = re.findall(r"exitcode\s*:\s*(-?\d+)", proc.stderr)
+    assert codes and set(codes) == {"1"}, proc.stderr
+
+
+def test_an_unreadable_config_is_one_error_line_and_exit_2(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_bytes(b"preflight:\n  paths: [\xff]\n")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--config", str(config)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {config}:2: "), proc.stderr
+    assert "Traceback" not in proc.stderr

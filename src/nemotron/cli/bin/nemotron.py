@@ -45,12 +45,18 @@ def _exit_code(exc: NemoRunspecError) -> int:
 
 
 def _failed_group(name: str, error: BaseException) -> Any:
-    """A stand-in command for a group that failed to import (exits 1 when run)."""
+    """A stand-in command for a group that failed to import.
+
+    Running it raises ``error`` itself when it is one of ours (a broken runspec
+    is exit 2 with its file and line), else an ``ExecutionError`` (exit 1).
+    """
     message = f"failed to load: {type(error).__name__}: {error}"
     stub = typer.Typer(add_completion=False)
 
     @stub.command(name=name, help=message, context_settings=dict(RECIPE_CONTEXT_SETTINGS))
     def failed(ctx: typer.Context) -> None:
+        if isinstance(error, NemoRunspecError):
+            raise error
         raise ExecutionError(f"command group '{name}' {message}")
 
     command = typer.main.get_command(stub)
@@ -152,7 +158,7 @@ class NemotronGroup(FastHelpGroup):
                 # Not one of ours: still one line, the traceback only on request.
                 if debug:
                     raise
-                print(f"error: {type(exc).__name__}: {exc} "
+                print(f"error: {_unexpected(exc)} "
                       "(unexpected; rerun with --debug for the traceback)", file=sys.stderr)
                 sys.exit(1)
             if debug:
@@ -171,6 +177,19 @@ class NemotronGroup(FastHelpGroup):
         # Typer returns the code of a typer.Exit here; a command's own return value
         # is not an exit status unless it is an int (same as Click's standalone mode).
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _unexpected(exc: BaseException) -> str:
+    """One line for an exception none of our layers turned into a NemoRunspecError:
+    an OSError names its file first (``path: Permission denied``), as our errors do."""
+    names = (str, bytes, os.PathLike)
+    if isinstance(exc, OSError) and isinstance(exc.filename, names) and exc.strerror:
+        where = os.fsdecode(exc.filename)
+        if isinstance(exc.filename2, names):
+            where += f" -> {os.fsdecode(exc.filename2)}"
+        return f"{where}: {exc.strerror}"
+    text = " ".join(str(exc).split()) or "no message"
+    return f"{type(exc).__name__}: {text}"
 
 
 def _is_a(exc: BaseException, *names: str) -> bool:

@@ -5,7 +5,9 @@ Commands:
 - ``show SCRIPT`` prints the resolved metadata (``--json`` for machines).
 - ``validate PATH...`` checks files and directories (recursively, every ``*.py``
   that carries a ``# /// script`` block); one ``path:line: problem (hint)`` line
-  per problem, a summary line, exit 1 when anything is invalid.
+  per problem, a summary line, exit 1 when anything is invalid; a path that
+  does not exist or cannot be read (a directory, a file) is an ``error:`` line
+  and exit 2, before anything is checked.
 - ``schema`` prints the JSON Schema of the table.
 
 Module-level imports stay light (no rich, no nemo_run) so ``--help`` is fast.
@@ -16,9 +18,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -43,7 +44,7 @@ def _debug() -> bool:
     return os.environ.get("NEMOTRON_DEBUG", "") not in ("", "0", "false")
 
 
-def _fail(exc: NemoRunspecError) -> None:
+def _fail(exc: NemoRunspecError) -> NoReturn:
     if _debug():
         raise exc
     typer.echo(f"error: {exc}", err=True)
@@ -65,7 +66,6 @@ def show(
         spec = parse(script)
     except NemoRunspecError as exc:
         _fail(exc)
-        return
     data = spec.to_dict()
     data["env"] = redact(data["env"])
     data["config_dir_exists"] = spec.config_dir.is_dir()
@@ -103,9 +103,13 @@ def show(
 
 
 def _has_block(path: Path) -> bool:
+    """True when ``path`` has a ``# /// script`` opener; an unreadable file raises OSError.
+
+    A dangling symlink is no script and is skipped.
+    """
     try:
         raw = path.read_bytes()
-    except OSError:
+    except FileNotFoundError:
         return False
     if b"# /// script" not in raw:
         return False
@@ -114,8 +118,27 @@ def _has_block(path: Path) -> bool:
     return has_opener(raw.decode("utf-8", errors="replace"))
 
 
-def _discover(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
+def _missing(path: Path) -> bool:
+    """True when nothing is at ``path`` (a dangling symlink included); a path that
+    exists but cannot be reached (no permission) is not missing: reading says why."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _discover(root: Path) -> list[Path]:
+    """Every ``*.py`` with a script block under ``root``; a directory or file that
+    cannot be read raises OSError (it could hold a script, so it is not skipped)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
         dirnames[:] = sorted(
             d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS
         )
@@ -123,7 +146,17 @@ def _discover(root: Path) -> Iterator[Path]:
             if name.endswith(".py"):
                 candidate = Path(dirpath) / name
                 if _has_block(candidate):
-                    yield candidate
+                    found.append(candidate)
+    return found
+
+
+def _scripts(given: Path) -> list[Path]:
+    """The scripts to check for one command-line path (a file, or a directory searched)."""
+    if os.path.isdir(given):
+        return _discover(given)
+    with open(given, "rb"):  # readable? (a permission problem is not a runspec problem)
+        pass
+    return [given]
 
 
 @app.command(cls=PlainParamsCommand)
@@ -136,30 +169,41 @@ def validate(
         ),
     ],
 ) -> None:
-    r"""Check \[tool.runspec] blocks; one 'path:line: problem (hint)' line per problem."""
-    from nemo_runspec._parser import collect_errors
+    r"""Check \[tool.runspec] blocks; one 'path:line: problem (hint)' line per problem.
 
-    missing = [p for p in paths if not p.exists()]
+    Exit 0 when every script is valid, 1 when any is invalid, 2 when a path does
+    not exist or cannot be read (nothing is checked then).
+    """
+    from nemo_runspec._parser import collect_errors
+    from nemo_runspec.errors import LocalPathError
+
+    missing = [p for p in paths if _missing(p)]
     if missing:
-        for p in missing:
-            typer.echo(f"error: {p}: no such file or directory", err=True)
-        raise typer.Exit(2)
+        more = f"also missing: {', '.join(map(str, missing[1:]))}" if len(missing) > 1 else None
+        _fail(LocalPathError("no such file or directory", path=missing[0], hint=more))
+    scripts: list[Path] = []
+    for given in paths:
+        try:
+            scripts += _scripts(given)
+        except OSError as exc:
+            where = Path(os.fsdecode(exc.filename)) if exc.filename else given
+            what = "directory" if os.path.isdir(where) else "file"
+            _fail(LocalPathError(f"cannot read {what}: {exc.strerror or exc}", path=where,
+                                 hint="fix its permissions, or leave it out; nothing was checked"))
 
     checked = invalid = 0
     seen: set[str] = set()
-    for given in paths:
-        files = _discover(given) if given.is_dir() else iter([given])
-        for path in files:
-            real = os.path.realpath(path)
-            if real in seen:
-                continue
-            seen.add(real)
-            checked += 1
-            errors = collect_errors(path)
-            if errors:
-                invalid += 1
-                for exc in errors:
-                    typer.echo(str(exc))
+    for path in scripts:
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        checked += 1
+        errors = collect_errors(path)
+        if errors:
+            invalid += 1
+            for exc in errors:
+                typer.echo(str(exc))
     typer.echo(f"{checked} files checked, {invalid} invalid")
     if invalid:
         raise typer.Exit(1)

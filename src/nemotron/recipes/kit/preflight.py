@@ -24,6 +24,13 @@ writable, and that required environment variables are present (their values are
 never printed). Rank 0 gathers every report, prints a per-node table, writes
 ``preflight.json`` and everyone exits non-zero if anything failed.
 
+Exit codes: 0 when every check passed on every rank; 1 on *every* rank when any
+check failed anywhere (a check that raises is a failure of its rank, not a
+crash); 2 for an unreadable config. Once the verdict is known a rank exits
+with it even when its launcher stops it with SIGTERM (torchrun and srun
+terminate the remaining ranks as soon as one exits), so a failed preflight is
+exit 1 on every node, never 15.
+
 Run under torchrun (``nemotron kit preflight`` does that) or, for a single
 process, plainly: ``python preflight.py --config config/preflight/default.yaml``.
 """
@@ -56,7 +63,9 @@ def _load_config(path: str | None) -> dict[str, Any]:
     # The CLI has already merged the config into train.yaml.
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"the config must be a mapping, not a {type(data).__name__}")
     cfg = dict(data.get("preflight", data) or {})
     run_env = ((data.get("run") or {}).get("env") or {}) if isinstance(data, dict) else {}
     image = run_env.get("container_image")
@@ -119,29 +128,51 @@ def _check_path(path: str) -> tuple[bool, str]:
     return True, "ok"
 
 
+def _check(failures: list[str], what: str, check: Any) -> Any:
+    """Run one check; an exception is a failure of this rank (named), never a crash
+    that leaves the other ranks waiting to be killed."""
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - reported in the table and preflight.json
+        failures.append(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())}")
+        return None
+
+
 def _local_checks(cfg: dict[str, Any], torch) -> dict[str, Any]:
     total, available = _host_memory_gib()
-    gpu = _gpu_report(torch)
     failures: list[str] = []
-    expected_gpus = cfg.get("expect_gpus_per_node")
-    if expected_gpus is not None and gpu["count"] != int(expected_gpus):
-        failures.append(f"expected {expected_gpus} GPU(s), see {gpu['count']}")
-    min_free = cfg.get("min_free_gpu_gib")
-    if min_free is not None:
-        for d in gpu["devices"]:
-            if d["free_gib"] < float(min_free):
-                failures.append(f"GPU {d['index']} has {d['free_gib']} GiB free < {min_free}")
-    paths = {}
+    empty = {"cuda": False, "visible_devices": None, "count": 0, "devices": []}
+    gpu = _check(failures, "GPU report", lambda: _gpu_report(torch)) or empty
+
+    def gpu_count() -> None:
+        expected = cfg.get("expect_gpus_per_node")
+        if expected is not None and gpu["count"] != int(expected):
+            failures.append(f"expected {expected} GPU(s), see {gpu['count']}")
+
+    def gpu_memory() -> None:
+        min_free = cfg.get("min_free_gpu_gib")
+        if min_free is not None:
+            for d in gpu["devices"]:
+                if d["free_gib"] < float(min_free):
+                    failures.append(f"GPU {d['index']} has {d['free_gib']} GiB free < {min_free}")
+
+    _check(failures, f"expect_gpus_per_node={cfg.get('expect_gpus_per_node')!r}", gpu_count)
+    _check(failures, f"min_free_gpu_gib={cfg.get('min_free_gpu_gib')!r}", gpu_memory)
+    paths: dict[str, str] = {}
     job_dir = cfg.get("job_dir") or os.environ.get("NEMOTRON_JOB_DIR") or os.getcwd()
-    for path in [job_dir, *cfg.get("paths", [])]:
-        ok, why = _check_path(str(path))
+    for path in [job_dir, *(cfg.get("paths") or [])]:
+        result = _check(failures, f"path {path}", lambda p=path: _check_path(str(p)))
+        if result is None:  # the check itself failed (already a failure)
+            paths[str(path)] = "error"
+            continue
+        ok, why = result
         paths[str(path)] = why
         if not ok:
             failures.append(f"{path}: {why}")
-    env = {}
-    for name in cfg.get("require_env", []):
-        present = bool(os.environ.get(name))
-        env[name] = "present" if present else "MISSING"
+    env: dict[str, str] = {}
+    for name in cfg.get("require_env") or []:
+        present = bool(os.environ.get(str(name)))
+        env[str(name)] = "present" if present else "MISSING"
         if not present:
             failures.append(f"env var {name} is not set")
     return {
@@ -179,12 +210,55 @@ def _table(reports: list[dict[str, Any]], expected_sum: float, got_sum: float, s
     return "\n".join(lines)
 
 
+def _config_problem(path: str, exc: Exception) -> str:
+    """``path[:line]: problem`` for a config that cannot be read or parsed."""
+    line = None
+    if isinstance(exc, UnicodeDecodeError):
+        line = Path(path).read_bytes().count(b"\n", 0, exc.start) + 1
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        line = mark.line + 1
+    where = f"{path}:{line}" if line else path
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = exc.strerror
+    elif isinstance(exc, UnicodeDecodeError):
+        reason = f"not UTF-8 text ({exc.reason})"
+    else:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{where}: cannot read the preflight config: {reason}"
+
+
+def _exit_now(code: int) -> None:
+    """End this process with ``code`` at once: output flushed, no interpreter or
+    process-group teardown (whose length differs between ranks)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _keep_verdict_on_sigterm(code: int) -> None:
+    """From now on SIGTERM (a launcher stopping the remaining ranks once one of
+    them exited) ends this rank with the verdict ``code`` instead of 15 / -15."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: _exit_now(code))
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the checks on this rank, agree on one verdict with every other rank, and
+    return the exit code (0 passed, 1 failed somewhere, 2 unreadable config)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", help="YAML config (the CLI passes the job's train config)")
     parser.add_argument("--timeout", type=float, default=None, help="rendezvous timeout, seconds")
     args = parser.parse_args(argv)  # unknown arguments are an error, not silently ignored
-    cfg = _load_config(args.config)
+    try:
+        cfg = _load_config(args.config)
+    except Exception as exc:  # noqa: BLE001 - the same file on every rank: each says so, exits 2
+        print(f"error: {_config_problem(args.config, exc)}", file=sys.stderr)
+        return 2
 
     import torch
     import torch.distributed as dist
@@ -197,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    timeout = dt.timedelta(seconds=args.timeout or float(cfg.get("timeout_s", 300)))
+    try:
+        timeout = dt.timedelta(seconds=args.timeout or float(cfg.get("timeout_s", 300)))
+    except (TypeError, ValueError):
+        print(f"error: {args.config}: preflight.timeout_s must be a number of seconds, "
+              f"got {cfg.get('timeout_s')!r}", file=sys.stderr)
+        return 2
 
     t0 = time.monotonic()
     dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=timeout)
@@ -217,21 +296,30 @@ def main(argv: list[str] | None = None) -> int:
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, report)
     failed = any(r["failures"] for r in gathered)
+    code = 1 if failed else 0
+    # Every rank holds the same verdict now: whatever happens next, it exits with it.
+    _keep_verdict_on_sigterm(code)
     if rank == 0:
-        print(_table(gathered, expected, got, seconds), flush=True)
-        out = Path(cfg.get("report_path") or "preflight.json")
         try:
-            out.write_text(json.dumps({"ok": not failed, "world_size": world, "backend": backend,
-                                       "allreduce": {"expected": expected, "got": got},
-                                       "ranks": gathered}, indent=2))
-        except OSError:
+            print(_table(gathered, expected, got, seconds), flush=True)
+            out = Path(cfg.get("report_path") or "preflight.json")
+            try:
+                out.write_text(json.dumps({"ok": not failed, "world_size": world, "backend": backend,
+                                           "allreduce": {"expected": expected, "got": got},
+                                           "ranks": gathered}, indent=2))
+            except OSError:
+                pass
+            print(f"preflight {'FAILED' if failed else 'passed'}: {world} rank(s) on "
+                  f"{len({r['node'] for r in gathered})} node(s), backend {backend}", flush=True)
+        except OSError:  # stdout closed: the verdict still stands
             pass
-        print(f"preflight {'FAILED' if failed else 'passed'}: {world} rank(s) on "
-              f"{len({r['node'] for r in gathered})} node(s), backend {backend}", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-    return 1 if failed else 0
+    try:
+        dist.barrier()  # nobody leaves before rank 0 has reported...
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - a peer already gone (stopped by its launcher)
+        pass
+    return code  # ...then all leave together (see _exit_now)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())

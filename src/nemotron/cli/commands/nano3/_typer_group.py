@@ -6,8 +6,6 @@ stub command that reports the error instead of vanishing from ``--help``.
 
 from __future__ import annotations
 
-import importlib
-
 from nemo_runspec.cli.recipe_typer import RecipeTyper
 
 app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: pretrain, sft, rl and data prep.")
@@ -27,13 +25,7 @@ COMMANDS: list[tuple[RecipeTyper, str, str, str | None]] = [
 ]
 
 for _target, _name, _module, _panel in COMMANDS:
-    try:
-        _mod = importlib.import_module(_module)
-    except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
-        _target.add_failed_command(_name, exc, rich_help_panel=_panel)
-    else:
-        _spec = _mod.SPECS[_name] if hasattr(_mod, "SPECS") else _mod.SPEC
-        _target.add_recipe_command(getattr(_mod, _name), spec=_spec, rich_help_panel=_panel, name=_name)
+    _target.add_command_module(_name, _module, rich_help_panel=_panel)
 
 data_app.add_typer(prep_app, name="prep")
 try:

@@ -1,0 +1,98 @@
+"""Ctrl-C while following an attached (``--run``) job: the job keeps running (or is
+cancelled), the user is told how to follow it, and the command exits 130.
+
+Only Slurm itself is faked, at its boundary: ``Remote.run`` (where squeue, sacct and
+scancel would run) raises KeyboardInterrupt for squeue, as SIGINT does mid-poll.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from nemo_runspec.slurm import monitor, submission
+from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
+from nemo_runspec.slurm.remote import Remote
+
+
+def _submitted(tmp_path: Path) -> SubmittedJob:
+    prepared = PreparedJob(name="pretrain", title="pretrain", exp_id="pretrain_1", base_dir=tmp_path,
+                           executor=None, script="train.py", args=[], values={"executor": "slurm"},
+                           mode="run")
+    return SubmittedJob(job_id="4242", job_dir=prepared.job_dir, name="pretrain", prepared=prepared,
+                        log_path=str(tmp_path / "log.out"), sbatch_log_path=str(tmp_path / "sbatch.out"),
+                        sbatch_path=prepared.sbatch_path)
+
+
+@pytest.fixture
+def slurm(monkeypatch) -> list[str]:
+    """Slurm's command line, faked: squeue is interrupted by Ctrl-C; records every command."""
+    ran: list[str] = []
+
+    def run(self: Remote, cmd: str) -> tuple[int, str, str]:
+        ran.append(cmd)
+        if cmd.startswith("squeue"):
+            raise KeyboardInterrupt
+        return 0, "", ""
+
+    monkeypatch.setattr(Remote, "run", run)
+    return ran
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=200, color_system=None), buf
+
+
+def test_ctrl_c_without_a_terminal_detaches_and_exits_130(tmp_path, slurm, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO())  # not a TTY: no question asked
+    sub = _submitted(tmp_path)
+    console, buf = _console()
+    assert monitor.follow(sub, console=console, poll=0) is None
+    assert sub.interrupted and sub.exit_code is None
+    assert sub.returncode == 130
+    shown = buf.getvalue()
+    assert "Detached from job 4242; it keeps running." in shown
+    assert "squeue -j 4242" in shown and "scancel 4242" in shown  # how to follow / cancel it
+    assert not any(cmd.startswith("scancel") for cmd in slurm)  # the job was left alone
+
+
+def test_ctrl_c_then_detach_exits_130(tmp_path, slurm):
+    sub = _submitted(tmp_path)
+    console, _ = _console()
+    monitor.follow(sub, console=console, poll=0, on_interrupt=lambda s: "detach")
+    assert sub.returncode == 130
+
+
+def test_ctrl_c_then_cancel_cancels_and_exits_130(tmp_path, slurm):
+    sub = _submitted(tmp_path)
+    console, buf = _console()
+    assert monitor.follow(sub, console=console, poll=0, on_interrupt=lambda s: "cancel") == 130
+    assert "scancel 4242" in slurm
+    assert sub.returncode == 130 and sub.state == "CANCELLED"
+    assert "Cancelled job 4242" in buf.getvalue()
+
+
+def test_submit_attached_interrupted_returns_130(tmp_path, slurm, monkeypatch):
+    """What ``nemotron ... --run`` returns: ``submit(...).returncode``."""
+    sub = _submitted(tmp_path)
+    monkeypatch.setattr(submission, "submit_detached", lambda job: sub)  # sbatch accepted it
+    monkeypatch.setattr("sys.stdin", io.StringIO())
+    console, buf = _console()
+    assert sub.prepared is not None
+    result = submission.submit(sub.prepared, attached=True, console=console, poll=0)
+    assert result is sub and result.returncode == 130
+    assert "Submitted Slurm job 4242" in buf.getvalue()
+    assert "Detached from job 4242" in buf.getvalue()
+
+
+def test_a_job_followed_to_its_end_or_not_followed_keeps_its_code(tmp_path):
+    sub = _submitted(tmp_path)
+    assert sub.returncode == 0  # --batch: submitted, not followed
+    sub.exit_code = 3
+    assert sub.returncode == 3
+    sub.exit_code = 0
+    assert sub.returncode == 0
