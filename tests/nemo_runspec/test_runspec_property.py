@@ -95,6 +95,9 @@ NON_EMPTY = st.text(
     st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30
 ).filter(lambda s: s.strip() != "")
 ENV_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True)
+# An image reference ends up on the srun line: only its own characters are valid
+# (nemo_runspec.script_values "image"; other text is tested to be refused).
+IMAGE = st.from_regex(r"[A-Za-z0-9_.:/@#+%=~-]{1,30}", fullmatch=True)
 
 
 @st.composite
@@ -102,9 +105,11 @@ def runspec_tables(draw):
     table: dict = {"name": draw(NON_EMPTY)}
     if draw(st.booleans()):
         table["schema"] = draw(st.sampled_from(["1", 1]))
-    for key in ("docs", "image", "setup"):
+    for key in ("docs", "setup"):
         if draw(st.booleans()):
             table[key] = draw(NON_EMPTY)
+    if draw(st.booleans()):
+        table["image"] = draw(IMAGE)
     run = {}
     if draw(st.booleans()):
         run["launch"] = draw(st.sampled_from(["torchrun", "ray", "direct", "python"]))
