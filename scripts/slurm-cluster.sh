@@ -9,7 +9,10 @@
 #                                              --purge also removes the state dir and the configs
 #
 # Environment: NEMOTRON_SLURM_STATE (default /var/tmp/nemotron-slurm),
-#              NEMOTRON_SLURM_TIMEOUT (default 90 s per wait).
+#              NEMOTRON_SLURM_TIMEOUT (default 90 s per wait),
+#              NEMOTRON_PYXIS_SETUP (default ../shared/tools/pyxis-enroot/setup.sh beside
+#                the checkout: builds enroot + pyxis, enables pyxis, makes a test image),
+#              NEMOTRON_CONTAINERS=off (no container support), NEMOTRON_CONTAINER_IMAGE.
 # See docs/dev/slurm-cluster.md for what is configured and why.
 set -euo pipefail
 
@@ -501,6 +504,32 @@ Subsystem sftp $sftp" && stop_pid sshd
 }
 
 # --------------------------------------------------------------------------- commands
+# Containers: pyxis + enroot, built and enabled by the pyxis-enroot kit's set-up
+# script (idempotent; ~1 s when everything is already there). Where the kit is
+# not beside the checkout (a user's machine), point NEMOTRON_PYXIS_SETUP at its
+# setup.sh, or set NEMOTRON_CONTAINERS=off to run without container support.
+CONTAINER_IMAGE_FILE="$STATE/container-image"
+ensure_containers() {
+  local setup="${NEMOTRON_PYXIS_SETUP:-$(cd "$(dirname "$0")/.." && pwd)/../shared/tools/pyxis-enroot/setup.sh}"
+  if [ "${NEMOTRON_CONTAINERS:-on}" = off ]; then
+    rm -f "$CONTAINER_IMAGE_FILE"
+    say "containers: off (NEMOTRON_CONTAINERS=off)"; return 0
+  fi
+  if [ ! -f "$setup" ]; then
+    rm -f "$CONTAINER_IMAGE_FILE"
+    local msg="containers: pyxis/enroot set-up script not found at $setup; set NEMOTRON_PYXIS_SETUP=/path/to/pyxis-enroot/setup.sh (the kit with enroot and pyxis sources), or NEMOTRON_CONTAINERS=off"
+    if [ "${CI:-}" = true ]; then fail "$msg"; fi
+    say "$msg"; return 0
+  fi
+  local image="${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}"
+  # use_squashfuse: a step starts the .sqsh in place (~1 s) instead of unpacking it (~4 s)
+  IMAGE="$image" SKIP_TEST=1 PYXIS_ARGS="${PYXIS_ARGS:-use_squashfuse=true}" \
+    bash "$setup" >"$LOG/pyxis-setup.log" 2>&1 </dev/null \
+    || fail "containers: $setup failed" "$LOG/pyxis-setup.log"
+  echo "$image" >"$CONTAINER_IMAGE_FILE"
+  say "containers: pyxis + enroot ready, test image $image ($(grep -o 'total: [0-9.]*s' "$LOG/pyxis-setup.log" | tail -1))"
+}
+
 make_dirs() {
   install -d -m 0755 "$STATE" "$LOG" "$RUN"
 }
@@ -522,6 +551,7 @@ cmd_up() {
   ensure_sshd
   ssh_check >/dev/null 2>"$LOG/ssh-check.err" \
     || fail "ssh -p $SSH_PORT root@127.0.0.1 sinfo failed" "$LOG/ssh-check.err" "$LOG/sshd.log"
+  ensure_containers
   say "up: cluster '$CLUSTER_NAME' ready (nodes ${NODES[*]}, partitions debug/batch, account $ACCOUNT, ssh 127.0.0.1:$SSH_PORT) in $((SECONDS - t0))s"
 }
 

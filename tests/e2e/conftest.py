@@ -157,3 +157,19 @@ def ssh_target(_cluster_health: str) -> SSHTarget:
     """sshd at root@127.0.0.1:2222 and the private key that logs in there."""
     return SSHTarget(host="127.0.0.1", port=2222, user="root",
                      identity=_state_dir() / "ssh" / "id_ed25519")
+
+
+@pytest.fixture(scope="session")
+def container_image(slurm_cluster: SlurmCluster) -> str:
+    """The squashfs test image pyxis runs (set up by `slurm-cluster.sh up` through the
+    pyxis-enroot kit); fails under CI=true when container support is missing."""
+    marker = _state_dir() / "container-image"
+    image = marker.read_text().strip() if marker.is_file() else ""
+    plugstack = Path("/etc/slurm/plugstack.conf.d/pyxis.conf")
+    if image and Path(image).is_file() and plugstack.is_file():
+        return image
+    why = (f"no container support (marker {marker}, pyxis {plugstack}); "
+           "run scripts/slurm-cluster.sh up with the pyxis-enroot kit (NEMOTRON_PYXIS_SETUP)")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
