@@ -128,3 +128,45 @@ def test_container_job_sees_image_mounts_code_and_secret_and_script_is_exact(tmp
     assert Path(sub.sbatch_path).read_text() == rendered  # dry run == what was submitted
     leaks = [str(p) for p in (tmp_path / "jobs").rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_ray_data_prep_across_both_nodes_inside_the_container(tmp_path, container_image):
+    """Raylets, the probe and the driver each run in their own container step; the
+    job's data dir and registry are mounted, so the artifact is visible here after."""
+    prof = _container_profile(container_image)
+    mounts = prof["mounts"] + [f"{tmp_path}:{tmp_path}"]
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(textwrap.dedent(f"""
+        [ctr]
+        executor = "slurm"
+        account = "testacct"
+        partition = "debug"
+        container_image = "{container_image}"
+        gpus_per_node = 0
+        nodes = 2
+        cpus_per_task = 1
+        ray_timeout = 240
+        time = "00:10:00"
+        mounts = {_toml_list(mounts)}
+        srun_args = ["--container-env=PATH"]
+        env_vars = {{ PATH = "{prof['env_vars']['PATH']}", NEMOTRON_PYTHON = "{Path(sys.prefix) / 'bin' / 'python'}" }}
+    """))
+    nhome, registry = tmp_path / "nhome", tmp_path / "registry"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), NEMOTRON_ARTIFACTS_ROOT=str(registry),
+               NEMORUN_HOME=str(nhome / "nemorun"), COLUMNS="250", TERM="dumb")
+    proc = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--run", "ctr"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "[ray] 2/2 node(s) up" in out
+    assert "published nano3-pretrain-data-tiny:v1" in out
+
+    from nemo_runspec.artifact_registry import ArtifactRegistry
+
+    art = ArtifactRegistry(registry).resolve("nano3-pretrain-data-tiny:latest")
+    assert (Path(art.path) / "blend.json").is_file()
+    assert not list(Path("/tmp").glob("nemotron-ray-*")) or all(
+        not p.name.endswith(re.search(r"Submitted Slurm job (\d+)", out).group(1))
+        for p in Path("/tmp").glob("nemotron-ray-*"))  # the job's shared Ray dir is removed
