@@ -113,6 +113,7 @@ def display_dry_run(
     from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     out = console or Console(highlight=False)
     data = dry_run_sections(job_config, train_config, env_profile=env_profile)
@@ -126,9 +127,9 @@ def display_dry_run(
         ("env file", "env_file"), ("config", "config"),
     ):
         value = head[key]
-        summary.add_row(label, "-" if value in (None, "") else str(value))
-    summary.add_row("overrides", " ".join(head["overrides"]) or "-")
-    summary.add_row("script args", " ".join(head["passthrough"]) or "-")
+        summary.add_row(label, Text("-" if value in (None, "") else str(value)))
+    summary.add_row("overrides", Text(" ".join(head["overrides"]) or "-"))
+    summary.add_row("script args", Text(" ".join(head["passthrough"]) or "-"))
     out.print(Panel(summary, title="Dry run: nothing submitted", title_align="left", border_style="yellow"))
 
     env_table = Table(title="run.env (execution settings)", title_justify="left", expand=False)
@@ -136,7 +137,7 @@ def display_dry_run(
     env_table.add_column("value", overflow="fold")
     env_table.add_column("source", style="dim", overflow="fold")
     for key, value, source in data["env"]:
-        env_table.add_row(key, value, source)
+        env_table.add_row(Text(key), Text(value), Text(source))  # user text, never markup
     if not data["env"]:
         env_table.add_row("-", "-", "-")
     out.print(env_table)
@@ -152,13 +153,14 @@ def display_dry_run(
         art_table.add_column("resolves to", overflow="fold")
         for a in artifacts:
             if "path" in a:
-                art_table.add_row(str(a["ref"]), f"v{a['version']}  {a['path']}")
+                art_table.add_row(Text(str(a["ref"])), Text(f"v{a['version']}  {a['path']}"))
             else:
-                art_table.add_row(str(a["ref"]), f"[red]{a.get('error')}[/red]" if a.get("error") else str(a.get("note")))
+                art_table.add_row(Text(str(a["ref"])), Text(str(a.get("error")), style="red")
+                                  if a.get("error") else Text(str(a.get("note"))))
         out.print(art_table)
     for title, text in (scripts or {}).items():
         # Byte-identical to what submission writes: printed raw, never re-wrapped.
-        out.print(f"[bold]{title}[/bold] (exact script that would be submitted)")
+        out.print(Text(title, style="bold") + Text(" (exact script that would be submitted)"))
         out.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")
     for line in commands or ():
         out.print("[bold]Local command[/bold]")

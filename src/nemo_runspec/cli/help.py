@@ -143,7 +143,7 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
     configs = grid()
     names = list_configs(meta.config_dir)
     for name in names:
-        configs.add_row(name, "(default)" if name == meta.default_config else "")
+        configs.add_row(Text(name), "(default)" if name == meta.default_config else "")
     if not names:
         configs.add_row("-", f"no *.yaml in {meta.config_dir}")
     configs.add_row("", Text(f"-c NAME, or -c path/to/file.yaml; dir: {meta.config_dir}", style="dim"))
@@ -154,10 +154,10 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
     if listing.error:
         profiles.add_row("error", Text(listing.error, style="red"))
     elif listing.path is None:
-        profiles.add_row("none", "no env.toml found; looked in: " + ", ".join(listing.looked_in))
+        profiles.add_row("none", Text("no env.toml found; looked in: " + ", ".join(listing.looked_in)))
     else:
         for name, executor in listing.profiles:
-            profiles.add_row(name, f"executor={executor}")
+            profiles.add_row(Text(name), Text(f"executor={executor}"))
         if not listing.profiles:
             profiles.add_row("none", "no profiles defined")
         profiles.add_row("", Text(f"from {listing.path}; use --run PROFILE or --batch PROFILE", style="dim"))
@@ -166,9 +166,9 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
     if meta.input_artifacts or meta.output_artifacts:
         artifacts = grid()
         for name, text in meta.input_artifacts.items():
-            artifacts.add_row(f"in  {name}", text)
+            artifacts.add_row(Text(f"in  {name}"), Text(text))
         for name, text in meta.output_artifacts.items():
-            artifacts.add_row(f"out {name}", text)
+            artifacts.add_row(Text(f"out {name}"), Text(text))
         panel("Artifacts", artifacts)
 
     overrides = grid()
@@ -234,7 +234,7 @@ def render_group_help(group: Any, ctx: click.Context, console: Console | None = 
         table.add_column(style="bold cyan", no_wrap=True)
         table.add_column()
         for name, short in rows:
-            table.add_row(name, short)
+            table.add_row(Text(name), Text(short))
         console.print(Panel(table, title=title, title_align="left", border_style="dim"))
     names = ", ".join(ctx.help_option_names) or "--help"
     options = Table.grid(padding=(0, 2))

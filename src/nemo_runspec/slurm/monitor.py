@@ -26,13 +26,23 @@ from nemo_runspec.slurm.remote import Remote, remove_secrets
 from nemo_runspec.slurm.summary import follow_commands
 
 
+def describe_state(sub: SubmittedJob) -> str:
+    """What Slurm last said about ``sub``: ``pending (BeginTime)``, ``running on n[1-2]``."""
+    state = (sub.state or "unknown").lower()
+    if state == "pending":
+        return f"pending ({sub.reason})" if sub.reason not in ("", "None") else "pending"
+    return f"{state} on {sub.nodes}" if sub.nodes else state
+
+
 def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
     if sys.stdin is not None and sys.stdin.isatty():
+        from rich.markup import escape
         from rich.prompt import Prompt
 
         try:
-            choice = Prompt.ask(f"\nJob {sub.job_id} is still running: [d]etach or [c]ancel it?",
-                                choices=["d", "c"], default="d")
+            # Every piece of text is escaped: "[d]etach" is not a Rich tag.
+            question = escape(f"Job {sub.job_id} is {describe_state(sub)}: [d]etach or [c]ancel it?")
+            choice = Prompt.ask("\n" + question, choices=["d", "c"], default="d")
         except (KeyboardInterrupt, EOFError):  # Ctrl-C again (or Ctrl-D): leave the job alone
             return "detach"
         return "cancel" if choice == "c" else "detach"
@@ -42,10 +52,13 @@ def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
 def detach(sub: SubmittedJob, console: Any) -> None:
     """Stop following ``sub`` after Ctrl-C: say that it keeps running and how to
     follow or cancel it, and mark it interrupted (the command exits 130)."""
+    from rich.markup import escape
+
     sub.interrupted = True
-    console.print(f"[yellow]Detached from job {sub.job_id}; it keeps running.[/]")
+    console.print(f"[yellow]Detached from job {sub.job_id}; it stays in Slurm "
+                  f"({escape(describe_state(sub))}).[/]")
     for label, cmd in follow_commands(sub):
-        console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
+        console.print(f"  {label + ':':8} [cyan]{escape(cmd)}[/]", soft_wrap=True, highlight=False)
 
 
 def follow(
@@ -70,7 +83,7 @@ def follow(
         action = (on_interrupt or _ask_detach_or_cancel)(sub)
         if action == "cancel":
             remote.run(f"scancel {sub.job_id}")
-            console.print(f"[yellow]Cancelled job {sub.job_id}[/]")
+            console.print(f"[yellow]Cancelled job {sub.job_id}[/]", highlight=False)
             sub.state, sub.exit_code, sub.interrupted = "CANCELLED", 130, True
             return 130
         detach(sub, console)
@@ -78,6 +91,8 @@ def follow(
 
 
 def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
+    from rich.markup import escape
+
     offset = 0
     last_state: tuple[str, ...] | None = None
 
@@ -94,17 +109,19 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         if q is None:
             break
         state, reason, nodes = q
-        sub.state = state
+        sub.state, sub.reason, sub.nodes = state, reason or "", nodes or ""
         if state == "PENDING":
             key: tuple[str, ...] = (state, reason)
             if key != last_state:
                 start = squeue_start(remote, sub.job_id)
                 est = f", estimated start {start}" if start else ""
-                console.print(f"[dim]job {sub.job_id}: PENDING ({reason}{est})[/]")
+                console.print(f"[dim]job {sub.job_id}: {escape(describe_state(sub) + est)}[/]",
+                              highlight=False)
         else:
             key = (state, nodes)
             if key != last_state:
-                console.print(f"[dim]job {sub.job_id}: {state} on {nodes}[/]")
+                console.print(f"[dim]job {sub.job_id}: {escape(describe_state(sub))}[/]",
+                              highlight=False)
         last_state = key
         pump()
         time.sleep(poll)
@@ -125,7 +142,8 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
     # deleted) the secrets file: remove it now that the job is over.
     remove_secrets(sub.prepared)
     style = "green" if sub.exit_code == 0 else "red"
-    console.print(f"[{style}]job {sub.job_id}: {sub.state} (exit code {sub.exit_code})[/]")
+    console.print(f"[{style}]job {sub.job_id}: {escape(sub.state)} (exit code {sub.exit_code})[/]",
+                  highlight=False)
     if sub.exit_code != 0:
         if sub.sbatch_log_path != sub.log_path:
             # Failures before the launcher (startup commands, srun) are only in the batch log.
@@ -134,5 +152,5 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
             for line in tail:
                 console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True,
                               highlight=False, markup=False)
-        console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False)
+        console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False, markup=False)
     return sub.exit_code

@@ -132,6 +132,9 @@ class SubmittedJob:
     exit_code: int | None = None
     prepared: PreparedJob | None = None
     interrupted: bool = False
+    #: Slurm's last word on the job while following it: pending reason, node list.
+    reason: str = ""
+    nodes: str = ""
 
     @property
     def returncode(self) -> int:

@@ -41,10 +41,11 @@ def print_submission(sub: SubmittedJob, console: Any = None) -> None:
     Lines are never wrapped (``soft_wrap``): paths and commands stay copy-pasteable.
     """
     from rich.console import Console
+    from rich.markup import escape
 
     console = console or Console(stderr=True)
-    console.print(f"[bold green]Submitted Slurm job {sub.job_id}[/] ({sub.name})", soft_wrap=True)
-    console.print(f"  job dir: {sub.job_dir}", soft_wrap=True, highlight=False)
-    console.print(f"  log:     {sub.log_path}", soft_wrap=True, highlight=False)
+    console.print(f"[bold green]Submitted Slurm job {sub.job_id}[/] ({escape(sub.name)})", soft_wrap=True)
+    console.print(f"  job dir: {sub.job_dir}", soft_wrap=True, highlight=False, markup=False)
+    console.print(f"  log:     {sub.log_path}", soft_wrap=True, highlight=False, markup=False)
     for label, cmd in follow_commands(sub):
-        console.print(f"  {label + ':':8} [cyan]{cmd}[/]", soft_wrap=True, highlight=False)
+        console.print(f"  {label + ':':8} [cyan]{escape(cmd)}[/]", soft_wrap=True, highlight=False)

@@ -55,7 +55,7 @@ def test_ctrl_c_without_a_terminal_detaches_and_exits_130(tmp_path, slurm, monke
     assert sub.interrupted and sub.exit_code is None
     assert sub.returncode == 130
     shown = buf.getvalue()
-    assert "Detached from job 4242; it keeps running." in shown
+    assert "Detached from job 4242; it stays in Slurm (pending)." in shown
     assert "squeue -j 4242" in shown and "scancel 4242" in shown  # how to follow / cancel it
     assert not any(cmd.startswith("scancel") for cmd in slurm)  # the job was left alone
 
@@ -96,3 +96,33 @@ def test_a_job_followed_to_its_end_or_not_followed_keeps_its_code(tmp_path):
     assert sub.returncode == 3
     sub.exit_code = 0
     assert sub.returncode == 0
+
+
+def test_bracketed_text_from_users_and_slurm_is_shown_whole(tmp_path, monkeypatch):
+    """Rich markup must not eat [d]etach, node lists or names with brackets."""
+    from nemo_runspec.slurm.summary import print_submission
+
+    sub = _submitted(tmp_path)
+    sub.name = "exp[d]one"
+    sub.state, sub.reason = "PENDING", "ReqNodeNotAvail, UnavailableNodes:n[1-2],[c]x"
+    console, buf = _console()
+    print_submission(sub, console)
+    monitor.detach(sub, console)
+    shown = buf.getvalue()
+    assert "(exp[d]one)" in shown
+    assert "pending (ReqNodeNotAvail, UnavailableNodes:n[1-2],[c]x)" in shown
+    sub.state, sub.nodes = "RUNNING", "gpu[01-04]"
+    assert monitor.describe_state(sub) == "running on gpu[01-04]"
+    sub.state, sub.reason = "PENDING", "None"
+    assert monitor.describe_state(sub) == "pending"
+
+
+def test_dry_run_tables_show_bracketed_values_whole(tmp_path):
+    from nemo_runspec.cli.display import display_dry_run
+
+    console, buf = _console()
+    job = {"run": {"env": {"partition": "p", "note": "[d]etach [bold]x[/bold]"},
+                   "env_sources": {"note": "env.toml:3 [dev]"}}}
+    display_dry_run(job, {}, console=console)
+    shown = buf.getvalue()
+    assert "[d]etach [bold]x[/bold]" in shown and "env.toml:3 [dev]" in shown
