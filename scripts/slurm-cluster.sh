@@ -517,9 +517,10 @@ ensure_containers() {
   fi
   if [ ! -f "$setup" ]; then
     rm -f "$CONTAINER_IMAGE_FILE"
-    local msg="containers: pyxis/enroot set-up script not found at $setup; set NEMOTRON_PYXIS_SETUP=/path/to/pyxis-enroot/setup.sh (the kit with enroot and pyxis sources), or NEMOTRON_CONTAINERS=off"
-    if [ "${CI:-}" = true ]; then fail "$msg"; fi
-    say "$msg"; return 0
+    # Not fatal: the cluster works without containers; the container tests then
+    # skip (or fail under CI=true, through their fixture) with this same advice.
+    say "containers: NOT set up: pyxis/enroot set-up script not found at $setup; set NEMOTRON_PYXIS_SETUP=/path/to/pyxis-enroot/setup.sh (the kit with enroot and pyxis sources), or NEMOTRON_CONTAINERS=off"
+    return 0
   fi
   local image="${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}"
   # use_squashfuse: a step starts the .sqsh in place (~1 s) instead of unpacking it (~4 s)
