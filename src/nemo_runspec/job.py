@@ -52,6 +52,8 @@ class CompiledJob:
             :func:`nemo_runspec.config.build_job_config`).
         run_env: the merged execution settings (``run.env``).
         env_sources: where each ``run_env`` key was set (``env.toml:12 [dev]``...).
+        force_squash: import the container image again even when its ``.sqsh``
+            exists (``--force-squash``; see :mod:`nemo_runspec.squash`).
     """
 
     runspec: Runspec
@@ -65,6 +67,7 @@ class CompiledJob:
     job_config: DictConfig
     run_env: Mapping[str, Any]
     env_sources: Mapping[str, str]
+    force_squash: bool = False
 
     @property
     def name(self) -> str:
@@ -183,7 +186,13 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
         job_config=job_config,
         run_env=MappingProxyType(job_env(job_config)),
         env_sources=MappingProxyType(dict(run.get("env_sources") or {})),
+        force_squash=bool(getattr(cfg, "force_squash", False)),
     )
+    if job.force_squash and not job.run_env.get("squash_dir"):
+        import sys
+
+        print("warning: --force-squash has no effect: the profile sets no squash_dir, so the "
+              "container image is not squashed (pyxis pulls it when the job starts)", file=sys.stderr)
     if check_artifacts and not job.dry_run:
         # A missing ${art:...} would otherwise be found on the node, after the queue wait;
         # a dry run shows each reference with what it resolves to instead.

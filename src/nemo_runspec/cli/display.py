@@ -185,6 +185,11 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
         from nemo_runspec.slurm.render import render_sbatch
 
         scripts, commands = {"sbatch script": render_sbatch(slurm_job)}, None
+        if slurm_job.squash is not None:
+            # submitted first when the .sqsh is missing (or --force-squash); the job
+            # above then also gets --dependency=afterok:<its id>
+            scripts[f"squash script (runs first unless {slurm_job.squash.path} exists)"] = \
+                slurm_job.squash.script
     display_dry_run(job.job_config, job.train_config, env_profile=job.profile, console=console,
                     scripts=scripts, commands=commands,
                     artifacts=describe_references(job.job_config, registry=job.registry))

@@ -45,13 +45,6 @@ def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConf
     ``gctx.passthrough``) always pass through, after the others.
     """
     overrides, passthrough = split_unknown_args(list(extra_args))
-    if gctx.force_squash:
-        import sys
-
-        # Accepted for compatibility with upstream Nemotron; this version never
-        # squashes: pyxis imports the image itself when the job starts.
-        print("warning: --force-squash has no effect: this version does not squash container "
-              "images (pyxis pulls the image when the job starts)", file=sys.stderr)
     full = dataclasses.replace(
         gctx,
         overrides=[*gctx.overrides, *overrides],

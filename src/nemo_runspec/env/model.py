@@ -125,6 +125,8 @@ class EnvProfileModel(BaseModel):
     identity: str | None = None
     remote_job_dir: str | None = None
     job_dir: str | None = None
+    # where container images are squashed once into .sqsh files (nemo_runspec.squash)
+    squash_dir: str | None = None
     # Ray (exported to the Ray template as NEMOTRON_RAY_PORT_BASE / NEMOTRON_RAY_TIMEOUT;
     # ray_timeout = seconds to wait for all Ray nodes to join)
     ray_port_base: int | None = Field(default=None, ge=1024, le=65000)
@@ -189,7 +191,7 @@ class EnvProfileModel(BaseModel):
             return v  # no container (see execution.settings.container_image)
         return script_values.check("image", v)
 
-    @field_validator("workdir", "job_dir", "remote_job_dir")
+    @field_validator("workdir", "job_dir", "remote_job_dir", "squash_dir")
     @classmethod
     def _script_path(cls, v: str | None) -> str | None:
         return v if v is None else script_values.check("path", v)

@@ -90,6 +90,26 @@ def follow(
         return None
 
 
+def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
+    """The job waits for a job that failed (the image import): it can never start.
+    Cancel it and show why, from the failed job's log."""
+    from rich.markup import escape
+
+    remote.run(f"scancel {sub.job_id}")
+    squash = sub.prepared.squash if sub.prepared is not None else None
+    sub.state, sub.exit_code = "CANCELLED", 1
+    what = (f"the import of its container image {squash.image} (Slurm job {sub.squash_job_id})"
+            if squash is not None else "a job it depends on")
+    console.print(f"[red]job {sub.job_id}: cancelled: {escape(what)} failed[/]", highlight=False)
+    if squash is not None:
+        tail = remote.read_from(squash.log_path, 0).decode(errors="replace").splitlines()[-12:]
+        for line in tail:
+            console.print(f"  | {line}", soft_wrap=True, highlight=False, markup=False)
+        console.print(f"  squash log: {squash.log_path}", soft_wrap=True, highlight=False, markup=False)
+    remove_secrets(sub.prepared)
+    return 1
+
+
 def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
     from rich.markup import escape
 
@@ -110,6 +130,8 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
             break
         state, reason, nodes = q
         sub.state, sub.reason, sub.nodes = state, reason or "", nodes or ""
+        if state == "PENDING" and reason == "DependencyNeverSatisfied":
+            return _dependency_failed(sub, remote, console)
         if state == "PENDING":
             key: tuple[str, ...] = (state, reason)
             if key != last_state:

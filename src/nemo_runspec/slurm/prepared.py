@@ -33,6 +33,7 @@ from nemo_runspec.execution.tunnels import default_base_dir
 if TYPE_CHECKING:
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.packaging.manifest import PackagingPlan
+    from nemo_runspec.squash import SquashPlan
 
 #: Where the compiled job's train config lands in the job dir, as the job sees it.
 TRAIN_YAML = "/nemo_run/train.yaml"
@@ -54,6 +55,9 @@ class PreparedJob:
     entrypoint: str = "python"
     launch: str = "direct"
     files: dict[str, str] = field(default_factory=dict)
+    #: the container image's squash, when the profile sets squash_dir (nemo_runspec.squash)
+    squash: SquashPlan | None = None
+    force_squash: bool = False
     """Files written into the job dir before submission (name -> text), e.g. train.yaml."""
     plan: PackagingPlan | None = None
     """What the packager shipped; written to ``packaging.json`` once the job is submitted."""
@@ -135,6 +139,8 @@ class SubmittedJob:
     #: Slurm's last word on the job while following it: pending reason, node list.
     reason: str = ""
     nodes: str = ""
+    #: the Slurm job importing the container image first (nemo_runspec.squash), if any
+    squash_job_id: str | None = None
 
     @property
     def returncode(self) -> int:
@@ -210,7 +216,17 @@ def prepare_job(
         secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
         mode=mode,
     )
-    bare_metal = container_image(values, runspec) is None
+    image = container_image(values, runspec)
+    if values.get("executor") == "slurm":
+        from nemo_runspec.squash import plan_squash
+
+        force = bool(job.force_squash) if job is not None else False
+        prepared.squash = plan_squash(values, image, force=force)
+        prepared.force_squash = force
+        if prepared.squash is not None:  # the job runs the .sqsh, after the import job
+            values = {**values, "container_image": prepared.squash.path}
+            prepared.values = values
+    bare_metal = image is None
     plain = dict(env_vars or {})
     if bare_metal and values.get("executor") == "slurm":
         # `python`/`torchrun`/`ray` resolve to the submitting venv through PATH. The

@@ -56,10 +56,12 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             hint="check that NEMOTRON_HOME (or the profile's job_dir) is writable and has free space",
         ) from None
     exp = None
+    squash_job: str | None = None
     try:
         # sbatch saves its environment in Slurm's state and passes it to the job:
         # the caller's secrets stay out of it (they reach the job via the 0600 file).
         with quiet_nemo_run(), submission_environment(job.secrets.values()):
+            squash_job = _squash_first(job, executor)
             place_secrets(job)
             place_files(job)
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
@@ -90,6 +92,7 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
     return SubmittedJob(
         job_id=job_id, job_dir=job.job_dir, name=job.name, prepared=job,
         log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
+        squash_job_id=squash_job,
     )
 
 
@@ -153,6 +156,22 @@ def _disk_hint(message: str, job: PreparedJob) -> str | None:
     if "No space left" in message or "Disk quota" in message:
         return f"free space where the job is packaged ({job.local_exp_dir.parent}) and run again"
     return None
+
+
+def _squash_first(job: PreparedJob, executor: Any) -> str | None:
+    """Submit the image's squash job when its .sqsh is not there yet (or
+    ``--force-squash``); the training job then waits for it (``afterok``)."""
+    if job.squash is None:
+        return None
+    from nemo_runspec.execution.executor import _as_handle
+    from nemo_runspec.slurm.remote import Remote
+    from nemo_runspec.squash import ensure_squashed_image
+
+    job_id = ensure_squashed_image(Remote(job).run, job.squash, force=job.force_squash)
+    if job_id is not None:
+        executor.dependency_type = "afterok"
+        executor.dependencies = [*list(executor.dependencies or []), _as_handle(job_id)]
+    return job_id
 
 
 def _cleanup_failed(job: PreparedJob) -> None:

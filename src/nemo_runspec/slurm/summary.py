@@ -45,6 +45,14 @@ def print_submission(sub: SubmittedJob, console: Any = None) -> None:
 
     console = console or Console(stderr=True)
     console.print(f"[bold green]Submitted Slurm job {sub.job_id}[/] ({escape(sub.name)})", soft_wrap=True)
+    squash = sub.prepared.squash if sub.prepared is not None else None
+    if sub.squash_job_id and squash is not None:
+        console.print(f"  image:   squashing {squash.image} -> {squash.path} in Slurm job "
+                      f"{sub.squash_job_id} (log {squash.log_path}); job {sub.job_id} waits for it",
+                      soft_wrap=True, highlight=False, markup=False)
+    elif squash is not None:
+        console.print(f"  image:   {squash.path} (already squashed)", soft_wrap=True,
+                      highlight=False, markup=False)
     console.print(f"  job dir: {sub.job_dir}", soft_wrap=True, highlight=False, markup=False)
     console.print(f"  log:     {sub.log_path}", soft_wrap=True, highlight=False, markup=False)
     for label, cmd in follow_commands(sub):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import typer
+
 from nemo_runspec.cli.recipe_typer import RecipeTyper
 
-app = RecipeTyper(name="kit", help="Kit utilities: preflight checks of a profile.")
+app = RecipeTyper(name="kit", help="Kit utilities: preflight checks of a profile, image squashing.")
 
 
 @app.callback()
@@ -15,3 +17,12 @@ def _kit() -> None:
 
 
 app.add_command_module("preflight", "nemotron.cli.kit.preflight")
+
+
+@app.command(name="squash")
+def _squash(ctx: typer.Context, profile: str = typer.Argument(..., help="env.toml profile"),
+            image: str = typer.Argument(None, help="image (default: the profile's container_image)")) -> None:
+    """Squash a container image into the profile's squash_dir once (enroot import on a compute node)."""
+    from nemotron.cli.kit.squash import squash
+
+    raise typer.Exit(squash(ctx, profile, image))

@@ -1,0 +1,94 @@
+"""`nemotron kit squash PROFILE [IMAGE]`: import a container image into the
+profile's squash_dir once, as a Slurm job on a compute node, and wait for it.
+
+Recipe commands do the same on their own before a job that needs the image
+(``--run``/``--batch``); this command does it alone, ahead of time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from nemo_runspec.cli.context import GlobalContext
+from nemo_runspec.errors import CLIUsageError, ExecutionError
+
+
+class _Shell:
+    """Where the profile submits: this machine, or the login node over SSH."""
+
+    def __init__(self, values: dict) -> None:
+        self.values = values
+        self._tunnel = None
+
+    def run(self, cmd: str) -> tuple[int, str, str]:
+        if (self.values.get("tunnel") or "local") == "local":
+            import subprocess
+
+            p = subprocess.run(cmd, shell=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            return p.returncode, p.stdout, p.stderr
+        if self._tunnel is None:
+            from nemo_runspec.execution.tunnels import build_tunnel, default_base_dir
+
+            self._tunnel = build_tunnel(self.values, base_dir=default_base_dir(self.values))
+        r = self._tunnel.run(cmd, hide=True, warn=True)
+        return r.return_code, r.stdout, r.stderr
+
+
+def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) -> int:
+    """Squash a container image into the profile's squash_dir (enroot import on a compute node).
+
+    IMAGE defaults to the profile's container_image. With --force-squash it is
+    imported again even when the .sqsh exists; --dry-run prints the script.
+    """
+    from nemo_runspec.env import find_env_file, load_env_file, load_env_profile
+    from nemo_runspec.env.discovery import not_found_error
+    from nemo_runspec.execution.settings import profile_values
+    from nemo_runspec.slurm.queue import TERMINAL_STATES, sacct_info, squeue_state
+    from nemo_runspec.squash import ensure_squashed_image, plan_squash
+
+    root = ctx.find_root()
+    gctx = root.obj if isinstance(root.obj, GlobalContext) else GlobalContext()
+    path = find_env_file(gctx.env_file)
+    if path is None:
+        raise not_found_error(profile)
+    values = profile_values(load_env_profile(profile, load_env_file(path)))
+    image = image or values.get("container_image")
+    if not image:
+        raise CLIUsageError(f"profile {profile!r} names no container_image", key="container_image",
+                            hint="give the image: nemotron kit squash PROFILE IMAGE")
+    if not values.get("squash_dir"):
+        raise CLIUsageError(f"profile {profile!r} sets no squash_dir", key="squash_dir",
+                            hint='add squash_dir = "/shared/fs/images" to the profile')
+    plan = plan_squash(values, image, force=gctx.force_squash)
+    if plan is None:
+        print(f"{image} is already a squashfs file: nothing to do")
+        return 0
+    if gctx.dry_run:
+        print(plan.script, end="")
+        return 0
+    shell = _Shell(values)
+    job_id = ensure_squashed_image(shell.run, plan, force=gctx.force_squash)
+    if job_id is None:
+        print(f"already squashed: {plan.path}")
+        return 0
+    print(f"squashing {image} -> {plan.path} in Slurm job {job_id} (log {plan.log_path})", flush=True)
+    start = time.monotonic()
+    while squeue_state(shell, job_id) is not None:  # type: ignore[arg-type]
+        time.sleep(2)
+    info = None
+    for _ in range(30):
+        info = sacct_info(shell, job_id)  # type: ignore[arg-type]
+        if info and info["State"] in TERMINAL_STATES:
+            break
+        time.sleep(1)
+    _, log, _ = shell.run(f"tail -n 12 {plan.log_path}")
+    if not info or info["State"] != "COMPLETED":
+        state = info["State"] if info else "unknown"
+        raise ExecutionError(f"squash job {job_id} ended {state}: {log.strip().splitlines()[-1] if log.strip() else 'no log'}",
+                             hint=f"see {plan.log_path}")
+    print(f"squashed in {time.monotonic() - start:.1f}s: {plan.path}")
+    return 0
+
+
