@@ -37,6 +37,19 @@ def importable(module: str) -> bool:
         return False
 
 
+def native_usable(module: str) -> bool:
+    """True when the native backend really imports here. Found but failing (the
+    Megatron-Bridge wheel without transformer-engine, i.e. no GPU stack) is
+    False, so the tiny configs use the CPU fallback (which says so when it starts)."""
+    if not importable(module):
+        return False
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - any import failure means: not usable here
+        return False
+    return True
+
+
 def choose_backend(cfg: Any, native_module: str) -> str:
     """``"native"``, ``"torch"`` or ``"missing"`` for a loaded config (see the module docstring)."""
     backend = str(cfg.get("backend") or "auto")
@@ -48,7 +61,7 @@ def choose_backend(cfg: Any, native_module: str) -> str:
         raise ConfigError(f"fallback.enabled must be true, false or auto, got {enabled!r}", key="fallback.enabled")
     if backend == "torch" or enabled is True:
         return "torch" if importable("torch") else "missing"
-    if importable(native_module):
+    if native_usable(native_module):
         return "native"
     if backend != "native" and fb is not None and enabled is not False and importable("torch"):
         return "torch"
@@ -234,10 +247,18 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             from nemo_runspec import parse
 
             image = parse(script).image
-            print(f"{name}: {native_module} is not installed here; run this recipe in its container "
+            why = "cannot run here (no GPU stack)" if importable(native_module) else "is not installed here"
+            print(f"{name}: {native_module} {why}; run this recipe in its container "
                   f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or +fallback.enabled=true).",
                   file=sys.stderr)
             return EXIT_BACKEND_MISSING
+        if global_rank() == 0:
+            why = ("chosen by the config" if str(cfg.get("backend") or "auto") == "torch"
+                   or (cfg.get("fallback") or {}).get("enabled") is True
+                   else f"{native_module} " + ("cannot run here (no GPU stack)" if importable(native_module)
+                                              else "is not installed"))
+            print(f"[{kind}] backend: CPU fallback (tiny GPT in plain PyTorch), not {native_module}: {why}",
+                  flush=True)
         code = run_fallback(kind, cfg)
         if code == 0:
             publish_checkpoint(cfg, kind, args.config, backend="torch-fallback")

@@ -53,13 +53,11 @@ def main(argv: list[str] | None = None) -> int:
                       script=__file__, native_run=_run)
 
 
-def _run(container: dict[str, Any], extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
-    from megatron.bridge.training.config import ConfigContainer  # noqa: F401
-    from megatron.bridge.training.finetune import finetune as pretrain
-    from megatron.bridge.training.gpt_step import forward_step
+def _run(container: dict[str, Any], extra: list[str]) -> int:
+    """Megatron-Bridge sft with the resolved config (nemotron.training.megatron_bridge)."""
+    from nemotron.training.megatron_bridge import run
 
-    pretrain(ConfigContainer.from_dict(container), forward_step_func=forward_step)
-    return 0
+    return run("sft", container)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""Our pretrain/SFT configs onto Megatron-Bridge, the way that library's users do it.
+
+Written against ``megatron-bridge==0.3.1`` (PyPI; :data:`PINNED`) and the
+megatron-core it requires. A recipe function (the config's ``recipe._target_``,
+default :data:`RECIPES`) returns a ``ConfigContainer``; our keys are then set on
+its dataclass tree through :data:`FIELDS`, the one table of which key goes
+where, and the data-prep output's ``blend.json`` becomes the dataset's
+``blend``/``blend_per_split``/``split`` through the library's own
+``get_blend_fields_from_data_paths(per_split_data_args_path=...)``. Pretraining
+calls ``pretrain(config, forward_step)``, SFT ``finetune(config, forward_step)``.
+
+``ConfigContainer.from_dict`` is not used: it wants a ``_target_`` and only
+the library's own field names, not our layout.
+
+Megatron-Bridge imports transformer-engine, so none of this runs without a GPU;
+``tests/nemotron/training/test_megatron_bridge.py`` checks every name used here
+against the pinned wheel's source (docs/training.md says what was verified).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+PINNED = "megatron-bridge==0.3.1"
+
+RECIPES = {
+    "pretrain": "megatron.bridge.recipes.nemotronh.nemotron_3_nano.nemotron_3_nano_pretrain_config",
+    "sft": "megatron.bridge.recipes.nemotronh.nemotron_3_nano.nemotron_3_nano_sft_config",
+}
+ENTRY_POINTS = {
+    "pretrain": "megatron.bridge.training.pretrain.pretrain",
+    "sft": "megatron.bridge.training.finetune.finetune",
+}
+FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
+BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
+
+#: our config key -> the ConfigContainer attribute it sets (both dotted)
+FIELDS: dict[str, str] = {
+    "model.tensor_model_parallel_size": "model.tensor_model_parallel_size",
+    "model.pipeline_model_parallel_size": "model.pipeline_model_parallel_size",
+    "model.expert_model_parallel_size": "model.expert_model_parallel_size",
+    "model.sequence_parallel": "model.sequence_parallel",
+    "model.seq_length": "model.seq_length",
+    "train.train_iters": "train.train_iters",
+    "train.global_batch_size": "train.global_batch_size",
+    "train.micro_batch_size": "train.micro_batch_size",
+    "train.eval_interval": "train.eval_interval",
+    "train.eval_iters": "train.eval_iters",
+    "optimizer.optimizer": "optimizer.optimizer",
+    "optimizer.lr": "optimizer.lr",
+    "optimizer.min_lr": "optimizer.min_lr",
+    "optimizer.weight_decay": "optimizer.weight_decay",
+    "optimizer.adam_beta1": "optimizer.adam_beta1",
+    "optimizer.adam_beta2": "optimizer.adam_beta2",
+    "optimizer.clip_grad": "optimizer.clip_grad",
+    "optimizer.bf16": "optimizer.bf16",
+    "scheduler.lr_decay_style": "scheduler.lr_decay_style",
+    "scheduler.lr_warmup_iters": "scheduler.lr_warmup_iters",
+    "data.seq_length": "dataset.sequence_length",
+    "data.num_workers": "dataset.num_workers",
+    "checkpoint.save": "checkpoint.save",
+    "checkpoint.save_interval": "checkpoint.save_interval",
+    "checkpoint.load": "checkpoint.load",
+    "checkpoint.pretrained_checkpoint": "checkpoint.pretrained_checkpoint",
+    "logger.log_interval": "logger.log_interval",
+    "logger.wandb_project": "logger.wandb_project",
+    "logger.wandb_exp_name": "logger.wandb_exp_name",
+    "logger.wandb_entity": "logger.wandb_entity",
+}
+#: SFT reads packed sequences from a directory (FinetuningDatasetConfig), not a blend
+SFT_FIELDS: dict[str, str] = {"data.data_path": "dataset.dataset_root", "data.seq_length": "dataset.seq_length"}
+
+
+def import_target(dotted: str) -> Any:
+    """The object ``package.module.name`` names."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _get(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _set(obj: Any, dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for part in parents:
+        obj = getattr(obj, part)
+    if not hasattr(obj, last):
+        raise AttributeError(f"{type(obj).__name__} has no field {last!r} (setting {dotted})")
+    setattr(obj, last, value)
+
+
+def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> Any:
+    """The ``ConfigContainer`` for our resolved config ``cfg`` (``kind``: pretrain or sft).
+
+    ``importer`` resolves dotted names (the recipe function, the blend helper);
+    tests pass one that returns stand-ins shaped like the library's objects.
+    """
+    target = (cfg.get("recipe") or {}).get("_target_") or RECIPES[kind]
+    container = importer(target)()
+    fields = {**FIELDS, **(SFT_FIELDS if kind == "sft" else {})}
+    for ours, theirs in fields.items():
+        present, value = _get(cfg, ours)
+        if present and value is not None:
+            _set(container, theirs, value)
+    present, data_path = _get(cfg, "data.data_path")
+    if kind == "pretrain" and present and data_path:
+        blend, blend_per_split, split = importer(BLEND_FIELDS)(
+            per_split_data_args_path=f"{str(data_path).rstrip('/')}/blend.json")
+        container.dataset.blend, container.dataset.blend_per_split = blend, blend_per_split
+        container.dataset.split = split
+    return container
+
+
+def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> int:
+    """Train with Megatron-Bridge: ``pretrain`` or ``finetune`` with its GPT ``forward_step``."""
+    container = build_config(kind, cfg, importer=importer)
+    importer(ENTRY_POINTS[kind])(container, forward_step_func=importer(FORWARD_STEP))
+    return 0
