@@ -80,4 +80,12 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
     except KeyboardInterrupt:
         print("interrupted: finished shards are kept; rerun the same command to resume", file=sys.stderr)
         return 130
+    except OSError as exc:  # an output dir we cannot create or write (read-only, full, a file in the way)
+        if debug:
+            raise
+        from nemo_runspec.paths import path_error
+
+        where = exc.filename or "the output directory"
+        print(f"error: {path_error(exc, where, 'write data-prep output to')}", file=sys.stderr)
+        return 2
     return 0

@@ -373,3 +373,20 @@ def test_an_oserror_no_layer_expected_still_names_its_file(tmp_path):
                           capture_output=True, text=True, timeout=120)
     line = one_error(proc, 1, f"error: {target}: Permission denied (")
     assert "--debug" in line
+
+
+def test_read_only_data_dir_during_local_data_prep(tmp_path):
+    """NEMOTRON_HOME is writable but its data/ is not: the data prep script itself
+    reports the directory in one line (exit 2), no traceback."""
+    home = tmp_path / "nhome"
+    (home / "data").mkdir(parents=True)
+    (home / "data").chmod(0o555)
+    try:
+        proc = nemotron(tmp_path, "nano3", "data", "prep", "pretrain", "-c", "tiny", unprivileged=True)
+    finally:
+        (home / "data").chmod(0o755)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output[-2000:]
+    assert "Traceback" not in output
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and str(home / "data") in errors[0] and "Permission denied" in errors[0], output[-2000:]
