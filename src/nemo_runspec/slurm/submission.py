@@ -78,6 +78,15 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
         _cleanup_failed(job)
         raise
     except BaseException as exc:
+        accepted = _accepted_job_id(exp)
+        if isinstance(exc, KeyboardInterrupt | SystemExit) and accepted:
+            # Slurm already queued the job: its files must stay. Say how to reach it.
+            import sys
+
+            marker.unlink(missing_ok=True)
+            print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
+                  f"squeue -j {accepted} to see it, scancel {accepted} to cancel it", file=sys.stderr)
+            raise
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
@@ -156,6 +165,15 @@ def _disk_hint(message: str, job: PreparedJob) -> str | None:
     if "No space left" in message or "Disk quota" in message:
         return f"free space where the job is packaged ({job.local_exp_dir.parent}) and run again"
     return None
+
+
+def _accepted_job_id(exp: Any) -> str | None:
+    """The Slurm job id nemo-run got back from sbatch, if it got that far."""
+    try:
+        handle = exp.jobs[0].handle if exp is not None and exp.jobs else ""
+        return handle.split("://", 1)[1].split("/")[1] if handle else None
+    except (AttributeError, IndexError):
+        return None
 
 
 def _squash_first(job: PreparedJob, executor: Any) -> str | None:
