@@ -170,7 +170,7 @@ def test_profile_keys_cover_spec():
         "constraint exclude gres container_image mounts env_vars startup_commands retries "
         "job_name_prefix srun_args sbatch_options packager packager_include_pattern "
         "packager_relative_path packager_subpath packagers check_uncommitted tunnel host user "
-        "port identity remote_job_dir job_dir workdir dependency_type ray_port_base ray_timeout "
+        "port identity remote_job_dir job_dir workdir squash_dir dependency_type ray_port_base ray_timeout "
         "local_nproc"
     ).split()
     assert set(envmod.PROFILE_KEYS) == set(spec)

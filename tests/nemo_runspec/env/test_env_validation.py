@@ -127,6 +127,7 @@ def test_valid_full_profile_all_keys(tmp_path):
         remote_job_dir = "/lustre/jobs"
         job_dir = "/tmp/jobs"
         workdir = "/opt/project"
+        squash_dir = "/lustre/images"
         dependency_type = "afterany"
         ray_port_base = 20000
         ray_timeout = 600
