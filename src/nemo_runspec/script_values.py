@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import re
 
+#: container_image values that mean "no container" (compared stripped, lower-case)
+DISABLED_IMAGES = frozenset({"", "none", "null"})
+
 # kind -> (pattern the whole value must match, what it may contain)
 KINDS: dict[str, tuple[re.Pattern[str], str]] = {
     # account, partition, qos: names; sbatch accepts comma-separated lists

@@ -37,6 +37,19 @@ SLURM_TIME_FORMATS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+#: profile key -> the kind of batch-script value it holds (nemo_runspec.script_values.KINDS)
+SCRIPT_VALUE_KINDS: dict[str, str] = {
+    **dict.fromkeys(("account", "partition", "run_partition", "batch_partition", "qos", "user"), "slurm_name"),
+    "constraint": "constraint",
+    "exclude": "nodelist",
+    "gres": "gres",
+    "mem": "mem",
+    "job_name_prefix": "job_name",
+    "container_image": "image",
+    **dict.fromkeys(("workdir", "job_dir", "remote_job_dir", "squash_dir"), "path"),
+    "host": "host",
+}
+
 
 class SubPackager(BaseModel):
     """One named member of a ``packager = "hybrid"`` profile (``[p.packagers.NAME]``)."""
@@ -153,53 +166,15 @@ class EnvProfileModel(BaseModel):
                     raise ValueError(f"entry {i}: {reason}")
         return v
 
-    # Values nemo-run pastes into the batch script unquoted (see nemo_runspec.script_values).
-    @field_validator("account", "partition", "run_partition", "batch_partition", "qos", "user")
+    @field_validator(*SCRIPT_VALUE_KINDS)
     @classmethod
-    def _slurm_name(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("slurm_name", v)
-
-    @field_validator("constraint")
-    @classmethod
-    def _constraint(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("constraint", v)
-
-    @field_validator("exclude")
-    @classmethod
-    def _exclude(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("nodelist", v)
-
-    @field_validator("gres")
-    @classmethod
-    def _gres(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("gres", v)
-
-    @field_validator("mem")
-    @classmethod
-    def _mem(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("mem", v)
-
-    @field_validator("job_name_prefix")
-    @classmethod
-    def _job_name_prefix(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("job_name", v)
-
-    @field_validator("container_image")
-    @classmethod
-    def _image(cls, v: str | None) -> str | None:
-        if v is None or v.strip().lower() in ("", "none", "null"):
+    def _script_value(cls, v: str | None, info: ValidationInfo) -> str | None:
+        """Values nemo-run pastes into the batch script unquoted (nemo_runspec.script_values)."""
+        if v is None:
+            return v
+        if info.field_name == "container_image" and v.strip().lower() in script_values.DISABLED_IMAGES:
             return v  # no container (see execution.settings.container_image)
-        return script_values.check("image", v)
-
-    @field_validator("workdir", "job_dir", "remote_job_dir", "squash_dir")
-    @classmethod
-    def _script_path(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("path", v)
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, v: str | None) -> str | None:
-        return v if v is None else script_values.check("host", v)
+        return script_values.check(SCRIPT_VALUE_KINDS[info.field_name], v)
 
     @field_validator("env_vars")
     @classmethod

@@ -12,8 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-#: ``container_image`` values that mean "no container: run bare metal".
-DISABLED_IMAGES = frozenset({"", "none", "null"})
+from nemo_runspec.script_values import DISABLED_IMAGES  # "no container: run bare metal"
 
 
 def profile_values(env: Any) -> dict[str, Any]:
