@@ -16,9 +16,8 @@ from nemo_runspec.errors import ExecutionError
 from nemo_runspec.secrets import redact_text
 from nemo_runspec.slurm.prepared import SubmittedJob
 from nemo_runspec.slurm.queue import (
-    TERMINAL_STATES,
     exit_code_from_sacct,
-    sacct_info,
+    final_sacct_info,
     squeue_start,
     squeue_state,
 )
@@ -147,15 +146,9 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         last_state = key
         pump()
         time.sleep(poll)
-    info = None
-    for _ in range(30):  # accounting may lag a little behind squeue
-        info = sacct_info(remote, sub.job_id)
-        if info and info["State"] in TERMINAL_STATES:
-            break
-        pump()
-        time.sleep(1)
+    info = final_sacct_info(remote, sub.job_id, on_wait=pump)
     pump()
-    if not info or info["State"] not in TERMINAL_STATES:
+    if info is None:
         raise ExecutionError(f"could not get the final state of job {sub.job_id} from sacct",
                              hint="is Slurm accounting (slurmdbd) enabled?")
     sub.state = info["State"]

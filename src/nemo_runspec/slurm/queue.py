@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from nemo_runspec.slurm.remote import Remote
 
 TERMINAL_STATES = {
@@ -55,3 +58,18 @@ def exit_code_from_sacct(state: str, exit_code: str) -> int:
 
 
 # --------------------------------------------------------------------------- submission
+
+
+def final_sacct_info(remote: Remote, job_id: str, *, attempts: int = 30,
+                     on_wait: Callable[[], None] | None = None) -> dict[str, str] | None:
+    """sacct's record of a job that left the queue, once it shows a terminal state
+    (accounting may lag a little behind squeue); None if it never does.
+    ``on_wait`` runs between the one-second tries (e.g. to pump the log)."""
+    for _ in range(attempts):
+        info = sacct_info(remote, job_id)
+        if info and info["State"] in TERMINAL_STATES:
+            return info
+        if on_wait is not None:
+            on_wait()
+        time.sleep(1)
+    return None

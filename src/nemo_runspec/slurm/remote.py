@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,20 @@ class Remote:
     """Run commands / read files where the job runs (locally or over the tunnel)."""
 
     def __init__(self, job: PreparedJob) -> None:
-        self.job = job
+        self.values, self.base_dir = job.values, job.base_dir
         self.local = job.tunnel_kind == "local"
         self._tunnel: Any = None
+
+    @classmethod
+    def for_profile(cls, values: Mapping[str, Any]) -> Remote:
+        """Where a profile submits, without a prepared job (``nemotron kit squash``)."""
+        from nemo_runspec.execution.tunnels import default_base_dir
+
+        remote = cls.__new__(cls)
+        remote.values, remote.base_dir = dict(values), default_base_dir(values)
+        remote.local = (values.get("tunnel") or "local") == "local"
+        remote._tunnel = None
+        return remote
 
     @property
     def tunnel(self) -> Any:
@@ -33,7 +44,7 @@ class Remote:
         if self._tunnel is None:
             from nemo_runspec.execution.tunnels import build_tunnel
 
-            self._tunnel = build_tunnel(self.job.values, base_dir=self.job.base_dir)
+            self._tunnel = build_tunnel(self.values, base_dir=self.base_dir)
         return self._tunnel
 
     def run(self, cmd: str) -> tuple[int, str, str]:

@@ -15,27 +15,6 @@ from nemo_runspec.cli.context import GlobalContext
 from nemo_runspec.errors import CLIUsageError, ExecutionError
 
 
-class _Shell:
-    """Where the profile submits: this machine, or the login node over SSH."""
-
-    def __init__(self, values: dict) -> None:
-        self.values = values
-        self._tunnel = None
-
-    def run(self, cmd: str) -> tuple[int, str, str]:
-        if (self.values.get("tunnel") or "local") == "local":
-            import subprocess
-
-            p = subprocess.run(cmd, shell=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            return p.returncode, p.stdout, p.stderr
-        if self._tunnel is None:
-            from nemo_runspec.execution.tunnels import build_tunnel, default_base_dir
-
-            self._tunnel = build_tunnel(self.values, base_dir=default_base_dir(self.values))
-        r = self._tunnel.run(cmd, hide=True, warn=True)
-        return r.return_code, r.stdout, r.stderr
-
-
 def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) -> int:
     """Squash a container image into the profile's squash_dir (enroot import on a compute node).
 
@@ -45,7 +24,8 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     from nemo_runspec.env import find_env_file, load_env_file, load_env_profile
     from nemo_runspec.env.discovery import not_found_error
     from nemo_runspec.execution.settings import profile_values
-    from nemo_runspec.slurm.queue import TERMINAL_STATES, sacct_info, squeue_state
+    from nemo_runspec.slurm.queue import final_sacct_info, squeue_state
+    from nemo_runspec.slurm.remote import Remote
     from nemo_runspec.squash import ensure_squashed_image, plan_squash
 
     root = ctx.find_root()
@@ -68,21 +48,16 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     if gctx.dry_run:
         print(plan.script, end="")
         return 0
-    shell = _Shell(values)
+    shell = Remote.for_profile(values)
     job_id = ensure_squashed_image(shell.run, plan, force=gctx.force_squash)
     if job_id is None:
         print(f"already squashed: {plan.path}")
         return 0
     print(f"squashing {image} -> {plan.path} in Slurm job {job_id} (log {plan.log_path})", flush=True)
     start = time.monotonic()
-    while squeue_state(shell, job_id) is not None:  # type: ignore[arg-type]
+    while squeue_state(shell, job_id) is not None:
         time.sleep(2)
-    info = None
-    for _ in range(30):
-        info = sacct_info(shell, job_id)  # type: ignore[arg-type]
-        if info and info["State"] in TERMINAL_STATES:
-            break
-        time.sleep(1)
+    info = final_sacct_info(shell, job_id)
     _, log, _ = shell.run(f"tail -n 12 {plan.log_path}")
     if not info or info["State"] != "COMPLETED":
         state = info["State"] if info else "unknown"
