@@ -167,13 +167,10 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
                                   env_profile=profile, runspec=spec)
     run = job_config.run
-    from nemo_runspec.config.job_config import LAUNCHER_ONLY_KEYS, warn_credential_shaped
+    from nemo_runspec.config.job_config import extract_train_config, warn_credential_shaped
 
-    # what train.yaml will hold: the train config and run minus launcher bookkeeping
-    run_data = OmegaConf.to_container(run, resolve=False)
-    for key in LAUNCHER_ONLY_KEYS:
-        run_data.pop(key, None)
-    warn_credential_shaped(OmegaConf.to_container(train_config, resolve=False) | {"run": run_data})
+    # what train.yaml will hold (before its secret-named entries are dropped)
+    warn_credential_shaped(OmegaConf.to_container(extract_train_config(job_config), resolve=False))
     job = CompiledJob(
         runspec=spec,
         mode=cfg.mode,

@@ -70,8 +70,9 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             with exp:
                 exp.add(task_for(job), executor=executor, name=job.name)
                 exp.run(detach=True)
-        handle = exp.jobs[0].handle
-        job_id = handle.split("://", 1)[1].split("/")[1]
+        job_id = _accepted_job_id(exp)
+        if job_id is None:
+            raise ExecutionError(f"nemo-run returned no Slurm job id for {job.name}")
         details = exp.jobs[0].executor.job_details
         job_name = details.job_name or job.job_name
     except ExecutionError:
