@@ -19,31 +19,9 @@ Typical use in a CLI command::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "PackagingPlan": "nemo_runspec.packaging.manifest",
-    "FileEntry": "nemo_runspec.packaging.manifest",
-    "ProgressEvent": "nemo_runspec.packaging.progress",
-    "console_progress": "nemo_runspec.packaging.progress",
-    "build_packager": "nemo_runspec.packaging.select",
-    "default_packager_kind": "nemo_runspec.packaging.select",
-    "KINDS": "nemo_runspec.packaging.select",
-    "package_git": "nemo_runspec.packaging.git",
-    "find_repo_root": "nemo_runspec.packaging.git",
-    "package_code": "nemo_runspec.packaging.code",
-    "package_pattern": "nemo_runspec.packaging.pattern",
-    "package_self_contained": "nemo_runspec.packaging.self_contained",
-    "project_imports": "nemo_runspec.packaging.self_contained",
-    "cache_dir": "nemo_runspec.packaging.cache",
-    # nemo-run packager classes (importing these imports nemo_run)
-    "CodePackager": "nemo_runspec.packaging._nemo_run",
-    "SelfContainedPackager": "nemo_runspec.packaging._nemo_run",
-    "RunspecGitPackager": "nemo_runspec.packaging._nemo_run",
-    "RunspecPatternPackager": "nemo_runspec.packaging._nemo_run",
-    "RunspecHybridPackager": "nemo_runspec.packaging._nemo_run",
-}
+from nemo_runspec._lazy import lazy_exports
 
 __all__ = [
     "CodePackager",
@@ -85,10 +63,16 @@ if TYPE_CHECKING:
     from nemo_runspec.packaging.self_contained import package_self_contained, project_imports
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nemo_runspec.packaging' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "manifest": ["PackagingPlan", "FileEntry"],
+    "progress": ["ProgressEvent", "console_progress"],
+    "select": ["build_packager", "default_packager_kind", "KINDS"],
+    "git": ["package_git", "find_repo_root"],
+    "code": ["package_code"],
+    "pattern": ["package_pattern"],
+    "self_contained": ["package_self_contained", "project_imports"],
+    "cache": ["cache_dir"],
+    # nemo-run packager classes (importing these imports nemo_run)
+    "_nemo_run": ["CodePackager", "SelfContainedPackager", "RunspecGitPackager",
+                  "RunspecPatternPackager", "RunspecHybridPackager"],
+})
