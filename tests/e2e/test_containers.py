@@ -52,30 +52,40 @@ def _toml_list(items) -> str:
     return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 
 
-def test_preflight_on_two_nodes_inside_the_container(tmp_path, slurm_cluster, container_image):
-    inside = tmp_path / "shared"
-    inside.mkdir()
-    token = "hf_" + pysecrets.token_hex(16)
-    prof = _container_profile(container_image)
-    mounts = prof["mounts"] + [f"{inside}:/inside-only"]
+def _cli_env(tmp_path: Path, image: str, *, extra_mounts: list[str], env_vars: dict[str, str],
+             extra: str = "", **env_over: str) -> dict[str, str]:
+    """An env.toml with a two-node container profile [ctr] (this Python mounted in),
+    and the environment that makes `nemotron` use it with a home under tmp_path."""
+    prof = _container_profile(image)
+    variables = ", ".join(f'{k} = "{v}"' for k, v in {**prof["env_vars"], **env_vars}.items())
     env_toml = tmp_path / "env.toml"
     env_toml.write_text(textwrap.dedent(f"""
         [ctr]
         executor = "slurm"
         account = "testacct"
         partition = "debug"
-        container_image = "{container_image}"
+        container_image = "{image}"
         gpus_per_node = 0
         nodes = 2
         time = "00:10:00"
-        mounts = {_toml_list(mounts)}
+        mounts = {_toml_list(prof["mounts"] + extra_mounts)}
         srun_args = ["--container-env=PATH"]
-        env_vars = {{ PATH = "{prof['env_vars']['PATH']}", HF_TOKEN = "{token}" }}
-    """))
+        env_vars = {{ {variables} }}
+    """) + textwrap.dedent(extra))
     nhome = tmp_path / "nhome"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), COLUMNS="250", TERM="dumb",
-               NEMORUN_HOME=str(nhome / "nemorun"))
+    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), NEMORUN_HOME=str(nhome / "nemorun"),
+               COLUMNS="250", TERM="dumb", **env_over)
+    return env
+
+
+def test_preflight_on_two_nodes_inside_the_container(tmp_path, slurm_cluster, container_image):
+    inside = tmp_path / "shared"
+    inside.mkdir()
+    token = "hf_" + pysecrets.token_hex(16)
+    env = _cli_env(tmp_path, container_image, extra_mounts=[f"{inside}:/inside-only"],
+                   env_vars={"HF_TOKEN": token})
+    nhome = tmp_path / "nhome"
     proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--run", "ctr"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     out = proc.stdout + proc.stderr
@@ -133,28 +143,13 @@ def test_container_job_sees_image_mounts_code_and_secret_and_script_is_exact(tmp
 def test_ray_data_prep_across_both_nodes_inside_the_container(tmp_path, container_image):
     """Raylets, the probe and the driver each run in their own container step; the
     job's data dir and registry are mounted, so the artifact is visible here after."""
-    prof = _container_profile(container_image)
-    mounts = prof["mounts"] + [f"{tmp_path}:{tmp_path}"]
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [ctr]
-        executor = "slurm"
-        account = "testacct"
-        partition = "debug"
-        container_image = "{container_image}"
-        gpus_per_node = 0
-        nodes = 2
-        cpus_per_task = 1
-        ray_timeout = 240
-        time = "00:10:00"
-        mounts = {_toml_list(mounts)}
-        srun_args = ["--container-env=PATH"]
-        env_vars = {{ PATH = "{prof['env_vars']['PATH']}", NEMOTRON_PYTHON = "{Path(sys.prefix) / 'bin' / 'python'}" }}
-    """))
-    nhome, registry = tmp_path / "nhome", tmp_path / "registry"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), NEMOTRON_ARTIFACTS_ROOT=str(registry),
-               NEMORUN_HOME=str(nhome / "nemorun"), COLUMNS="250", TERM="dumb")
+    registry = tmp_path / "registry"
+    env = _cli_env(tmp_path, container_image, extra_mounts=[f"{tmp_path}:{tmp_path}"],
+                   env_vars={"NEMOTRON_PYTHON": str(Path(sys.prefix) / "bin" / "python")},
+                   extra="""
+                       cpus_per_task = 1
+                       ray_timeout = 240
+                   """, NEMOTRON_ARTIFACTS_ROOT=str(registry))
     proc = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--run", "ctr"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
                           stdin=subprocess.DEVNULL)
