@@ -89,6 +89,14 @@ def follow(
         return None
 
 
+def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, lines: int = 12) -> None:
+    """The last ``lines`` lines of the log at ``path``, the job's secrets masked."""
+    tail = remote.read_from(path, 0).decode(errors="replace").splitlines()[-lines:]
+    secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
+    for line in tail:
+        console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
+
+
 def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
     """The job waits for a job that failed (the image import): it can never start.
     Cancel it and show why, from the failed job's log."""
@@ -101,9 +109,7 @@ def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
             if squash is not None else "a job it depends on")
     console.print(f"[red]job {sub.job_id}: cancelled: {escape(what)} failed[/]", highlight=False)
     if squash is not None:
-        tail = remote.read_from(squash.log_path, 0).decode(errors="replace").splitlines()[-12:]
-        for line in tail:
-            console.print(f"  | {line}", soft_wrap=True, highlight=False, markup=False)
+        _print_log_tail(sub, remote, console, squash.log_path)
         console.print(f"  squash log: {squash.log_path}", soft_wrap=True, highlight=False, markup=False)
     remove_secrets(sub.prepared)
     return 1
@@ -162,10 +168,6 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
     if sub.exit_code != 0:
         if sub.sbatch_log_path != sub.log_path:
             # Failures before the launcher (startup commands, srun) are only in the batch log.
-            tail = remote.read_from(sub.sbatch_log_path, 0).decode(errors="replace").splitlines()[-12:]
-            secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
-            for line in tail:
-                console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True,
-                              highlight=False, markup=False)
+            _print_log_tail(sub, remote, console, sub.sbatch_log_path)
         console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False, markup=False)
     return sub.exit_code
