@@ -30,3 +30,27 @@ def profile(**over):
 
 class Out(io.StringIO):
     """Captures the streamed job log."""
+
+
+def held_profile_env(tmp_path: Path, cluster, **env_over: str) -> dict[str, str]:
+    """An env.toml whose profile [held] keeps its jobs waiting in the queue for an
+    hour (BeginTime), and the environment that makes `nemotron` use it (home under
+    ``tmp_path``; ``env_over`` added last)."""
+    import os
+
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(textwrap.dedent(f"""
+        [held]
+        executor = "slurm"
+        account = "{cluster.account}"
+        partition = "{cluster.default_partition}"
+        container_image = ""
+        gpus_per_node = 0
+        time = "00:05:00"
+        sbatch_options = {{ begin = "now+1hour" }}
+    """))
+    nhome = tmp_path / "nhome"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), NEMORUN_HOME=str(nhome / "nemorun"),
+               **env_over)
+    return env

@@ -10,13 +10,12 @@ import re
 import secrets as pysecrets
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
 
-from .helpers import Out, profile, runspec, write_script
+from .helpers import Out, held_profile_env, profile, runspec, write_script
 
 pytestmark = [pytest.mark.slurm]
 
@@ -65,22 +64,9 @@ def test_pending_batch_job_keeps_shell_secrets_out_of_slurm_state(tmp_path, slur
     """nemotron kit preflight --batch on a profile whose job waits in the queue:
     while it is pending, the controller's saved environment holds the ordinary
     variables of the shell but none of its secrets."""
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [held]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        time = "00:05:00"
-        sbatch_options = {{ begin = "now+1hour" }}
-    """))
     nhome = tmp_path / "nhome"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(shell_secrets, NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml),
-               NEMORUN_HOME=str(nhome / "nemorun"), E2E_PLAIN_MARKER="visible-marker-42",
-               COLUMNS="200", TERM="dumb")
+    env = held_profile_env(tmp_path, slurm_cluster, **shell_secrets, E2E_PLAIN_MARKER="visible-marker-42",
+                           COLUMNS="200", TERM="dumb")
     proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--batch", "held"], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -65,17 +64,6 @@ def _profile(image: str, squash_dir: Path) -> str:
     """
 
 
-def _wait_state(job_id: str, timeout: float = 300) -> str:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        out = subprocess.run(["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "State"],
-                             capture_output=True, text=True).stdout.split()
-        if out and out[0] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
-            return out[0]
-        time.sleep(1)
-    return "timeout"
-
-
 def test_kit_squash_once_then_reuse_then_force(tmp_path, rootfs):
     images = tmp_path / "images"
     env = _home(tmp_path, _profile(f"dir://{rootfs}", images))
@@ -93,7 +81,7 @@ def test_kit_squash_once_then_reuse_then_force(tmp_path, rootfs):
     assert not list(images.glob("*.tmp"))
 
 
-def test_recipe_job_waits_for_the_squash_then_reuses_it(tmp_path, rootfs):
+def test_recipe_job_waits_for_the_squash_then_reuses_it(tmp_path, rootfs, slurm_cluster):
     images = tmp_path / "images"
     env = _home(tmp_path, _profile(f"dir://{rootfs}", images))
     dry = _nemotron(env, tmp_path, "kit", "preflight", "--batch", "sq", "--dry-run")
@@ -107,8 +95,8 @@ def test_recipe_job_waits_for_the_squash_then_reuses_it(tmp_path, rootfs):
     squash_id = re.search(r"in Slurm job (\d+) \(log", out).group(1)
     job_id = re.search(r"Submitted Slurm job (\d+)", out).group(1)
     deps = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True).stdout
-    assert f"afterok:{squash_id}" in deps or _wait_state(squash_id) == "COMPLETED"
-    assert _wait_state(job_id) == "COMPLETED"
+    assert f"afterok:{squash_id}" in deps or slurm_cluster.wait(squash_id, timeout=300).state == "COMPLETED"
+    assert slurm_cluster.wait(job_id, timeout=300).state == "COMPLETED"
     sqsh = list(images.glob("*.sqsh"))
     assert len(sqsh) == 1
 
@@ -119,7 +107,7 @@ def test_recipe_job_waits_for_the_squash_then_reuses_it(tmp_path, rootfs):
     assert "preflight passed" in out
 
 
-def test_failed_import_fails_the_chain_with_enroots_message(tmp_path, container_image):
+def test_failed_import_fails_the_chain_with_enroots_message(tmp_path, container_image, slurm_cluster):
     images = tmp_path / "images"
     env = _home(tmp_path, _profile("registry.invalid/none/image:1", images))
     run = _nemotron(env, tmp_path, "kit", "preflight", "--run", "sq")
@@ -128,5 +116,5 @@ def test_failed_import_fails_the_chain_with_enroots_message(tmp_path, container_
     assert "failed" in out and "registry.invalid" in out
     assert re.search(r"Could not resolve host|resolve|curl", out), out[-2000:]  # enroot's own words
     job_id = re.search(r"Submitted Slurm job (\d+)", out).group(1)
-    assert _wait_state(job_id, timeout=60) == "CANCELLED"
+    assert slurm_cluster.wait(job_id, timeout=60).state == "CANCELLED"
     assert not list(images.glob("*.sqsh"))

@@ -9,11 +9,12 @@ import select
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+
+from .helpers import held_profile_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -78,21 +79,8 @@ class Terminal:
 
 @pytest.fixture
 def held(tmp_path, slurm_cluster) -> dict:
-    """A profile whose jobs wait in the queue for an hour (BeginTime)."""
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [held]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        time = "00:05:00"
-        sbatch_options = {{ begin = "now+1hour" }}
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "nhome"), NEMOTRON_ENV_FILE=str(env_toml),
-               NEMORUN_HOME=str(tmp_path / "nemorun"), COLUMNS="160", TERM="xterm-256color")
+    """A profile whose jobs wait in the queue for an hour (BeginTime), on a colour terminal."""
+    env = held_profile_env(tmp_path, slurm_cluster, COLUMNS="160", TERM="xterm-256color")
     return {"env": env, "cwd": tmp_path}
 
 
