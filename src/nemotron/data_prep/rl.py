@@ -9,7 +9,13 @@ Accepted input records (JSONL/Parquet):
 Output schema, one JSON object per line::
 
     {"id": "<16 hex>", "messages": [{"role": "user", "content": "..."}, ...],
-     "prompt": "<last user message>", "answer": "<reference answer or null>"}
+     "prompt": "<last user message>", "answer": "<reference answer or null>",
+     "task_name": "math"}
+
+``task_name`` (setting ``task_name``) routes the record to a NeMo-RL environment:
+NeMo-RL's ``math_hf_data_processor`` and ``AllTaskProcessedDataset`` read it, and
+its ``ResponseDataset`` reads ``prompt``/``answer`` as ``input_key``/``output_key``
+(checked against NeMo-RL v0.4.0, see docs/data-prep.md).
 
 ``id`` is the hash of the normalised prompt (lower-cased, whitespace collapsed).
 Records with the same normalised prompt are duplicates: only the first is kept
@@ -85,6 +91,7 @@ def normalise_record(rec: Any, params: Mapping[str, Any]) -> dict[str, Any] | Ba
         "messages": prompt_msgs,
         "prompt": users[-1]["content"],
         "answer": None if answer is None else str(answer),
+        "task_name": params["task_name"],
     }
 
 
@@ -131,6 +138,7 @@ def run_rl(
         "answer_field": settings.input.answer_field,
         "messages_field": settings.input.messages_field,
         "require_answer": settings.require_answer,
+        "task_name": settings.task_name,
     }
     results = run_shards(rl_shard, plan.shards, params, plan.out_dir, workers=plan.workers,
                          label="rl", on_shard_done=on_shard_done, stream=stream)
@@ -164,7 +172,8 @@ def run_rl(
     metadata = {
         "kind": "rl",
         "format": "nemo-rl-jsonl-v1",
-        "schema": {"id": "str", "messages": "list[{role, content}]", "prompt": "str", "answer": "str|null"},
+        "schema": {"id": "str", "messages": "list[{role, content}]", "prompt": "str", "answer": "str|null",
+                   "task_name": "str"},
         "files": {s: f"{s}.jsonl" for s in RL_SPLITS},
         "split": fractions,
         "splits": counts,

@@ -205,6 +205,9 @@ class RlSettings(DataPrepSettings):
                                  examples=[True])
     dedupe: bool = Field(True, description="keep only the first record of each normalised prompt",
                          examples=[True])
+    task_name: str = Field("math", min_length=1,
+                           description="the NeMo-RL task (environment) every record is routed to",
+                           examples=["math"])
 
 
 #: The model of each stage, by the name the CLI uses (``nemotron nano3 data prep <stage>``).

@@ -15,6 +15,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from nemo_runspec.ranks import global_rank
 EXIT_BACKEND_MISSING = 3
 BACKENDS = ("auto", "native", "torch")
 DATA_KEYS = {"pretrain": "data.data_path", "sft": "data.data_path", "rl": "data.train_data_path"}
+#: What a native backend imports first; absent, the (slow) probe import is skipped.
+NATIVE_NEEDS = {"megatron.bridge": ("transformer_engine",)}
 #: Config sections that belong to the launcher, not to the native backend.
 LAUNCHER_KEYS = ("run", "fallback", "publish")
 
@@ -41,10 +44,12 @@ def native_usable(module: str) -> bool:
     """True when the native backend really imports here. Found but failing (the
     Megatron-Bridge wheel without transformer-engine, i.e. no GPU stack) is
     False, so the tiny configs use the CPU fallback (which says so when it starts)."""
-    if not importable(module):
+    if not importable(module) or not all(importable(dep) for dep in NATIVE_NEEDS.get(module, ())):
         return False
     try:
-        importlib.import_module(module)
+        with warnings.catch_warnings():  # megatron-core warns about missing TE/Apex while it probes
+            warnings.simplefilter("ignore")
+            importlib.import_module(module)
     except Exception:  # noqa: BLE001 - any import failure means: not usable here
         return False
     return True

@@ -70,6 +70,7 @@ BAD = [
     ("too_long", ["cut", True], "one of 'drop', 'truncate'"),
     ("require_answer", ["yes", 1, None], "true or false"),
     ("dedupe", ["no", 0], "true or false"),
+    ("task_name", [5, None, ["math"]], "a string"),
     ("publish", ["x", 5], "a mapping"),
     ("publish.name", [5, ["a"]], "a string or null"),
     ("publish.aliases", ["latest", None, 3], "a list of strings"),

@@ -162,3 +162,18 @@ def test_native_config_drops_only_the_launcher_sections():
     cfg = _cfg("run: {mode: local}\nfallback: {enabled: auto}\npublish: {name: m}\n"
                "backend: auto\ntrain: {iters: 3}\nckpt: ${train.iters}")
     assert native_config(cfg) == {"backend": "auto", "train": {"iters": 3}, "ckpt": 3}
+
+
+def test_native_probe_skips_the_import_when_a_needed_module_is_absent(monkeypatch):
+    """The GPU stack's first import (transformer_engine for Megatron-Bridge) is checked
+    by name first, so a CPU machine does not pay a multi-second failing import."""
+    import sys
+
+    from nemotron.training import entry
+
+    monkeypatch.delitem(sys.modules, "csv", raising=False)
+    monkeypatch.setattr(entry, "NATIVE_NEEDS", {"csv": ("no_such_module_for_nemotron",)})
+    assert entry.native_usable("csv") is False
+    assert "csv" not in sys.modules  # decided without importing it
+    monkeypatch.setattr(entry, "NATIVE_NEEDS", {"csv": ("json",)})
+    assert entry.native_usable("csv") is True

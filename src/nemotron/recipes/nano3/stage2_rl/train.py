@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
                       script=__file__, native_run=_run)
 
 
-def _run(container: dict[str, Any], extra: list[str]) -> int:  # pragma: no cover - needs the GPU stack
-    from nemo_rl.algorithms.grpo import MasterConfig, grpo_train, setup  # noqa: F401
+def _run(container: dict[str, Any], extra: list[str]) -> int:
+    """NeMo-RL GRPO with the resolved config (nemotron.training.nemo_rl)."""
+    from nemotron.training.nemo_rl import run
 
-    grpo_train(*setup(container))
-    return 0
+    return run(container, extra)
 
 
 if __name__ == "__main__":
