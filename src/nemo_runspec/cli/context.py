@@ -76,7 +76,7 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("-r, --run PROFILE", "--run", "Submit to the env.toml profile and follow the job (attached)"),
     ("-b, --batch PROFILE", "--batch", "Submit to the env.toml profile and return (detached)"),
     ("-d, --dry-run", "--dry-run", "Show the compiled job and configs; touch nothing"),
-    ("--force-squash", "--force-squash", "Accepted for compatibility; has no effect (no image squashing)"),
+    ("--force-squash", "--force-squash", "Re-import the container image into its .sqsh even if one exists (Slurm)"),
     ("--env-file PATH", "--env-file", "Use this env.toml instead of discovering one"),
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
 )
