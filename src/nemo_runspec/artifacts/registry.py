@@ -85,7 +85,10 @@ class ArtifactRegistry:
             src = str(Path(src).resolve())
             if not copy and not Path(src).exists():
                 raise ArtifactPublishError(f"nothing to publish: {src} does not exist", key=name)
-        return self.backend.publish(name, src, metadata=metadata or {}, aliases=aliases, copy=copy)
+        # a pipeline stage's run says which config and inputs made this version (nemo_runspec.pipeline)
+        pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_KEY"), ("pipe_id", "NEMOTRON_PIPE_ID"))
+                if os.environ.get(var)}
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe}, aliases=aliases, copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
         """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""

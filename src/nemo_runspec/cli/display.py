@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from nemo_runspec.job import CompiledJob
+    from nemo_runspec.pipeline import StagePlan
     from nemo_runspec.slurm.prepared import PreparedJob
 
 
@@ -193,4 +194,30 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     display_dry_run(job.job_config, job.train_config, env_profile=job.profile, console=console,
                     scripts=scripts, commands=commands,
                     artifacts=describe_references(job.job_config, registry=job.registry))
+    return 0
+
+
+def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob] | None = None, *,
+                  console: Console | None = None) -> int:
+    """Print the dry run of a pipeline: each stage's dry run (its exact sbatch script
+    when ``prepared`` has it, else its local command), then the dependency graph.
+    Skipped stages are listed, not shown. Returns 0."""
+    from rich.console import Console
+    from rich.rule import Rule
+
+    from nemo_runspec.pipeline import graph_lines
+
+    console = console or Console()
+    for i, plan in enumerate(plans, 1):
+        console.print(Rule(f"stage {i}/{len(plans)}: {plan.name} ({plan.job.runspec.name})"))
+        if plan.skip:
+            console.print(f"{plan.name}: {plan.reason}", markup=False)
+            continue
+        show_dry_run(plan.job, (prepared or {}).get(plan.name), console=console)
+    console.print(Rule("dependency graph"))
+    for line in graph_lines(plans):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if prepared:
+        console.print("Each <stage> in a --dependency line is that stage's Slurm job id at submission; "
+                      "dependants also get --kill-on-invalid-dep=yes.", markup=False)
     return 0

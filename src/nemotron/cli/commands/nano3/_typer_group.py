@@ -35,3 +35,11 @@ except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
 else:
     data_app.add_typer(import_app, name="import")
 app.add_typer(data_app, name="data", rich_help_panel="Data")
+try:
+    from nemotron.cli.commands.nano3.pipe import pipe as _pipe
+except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
+    app.add_failed_command("pipe", exc, rich_help_panel="Pipelines")
+else:
+    app.command("pipe", rich_help_panel="Pipelines",
+                context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                  "help_option_names": ["-h", "--help"]})(_pipe)

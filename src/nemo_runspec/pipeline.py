@@ -1,0 +1,467 @@
+"""Pipelines: recipe stages run in order, each consuming what the previous ones published.
+
+:func:`compile_pipeline` compiles every :class:`~nemo_runspec.step.Step` with the
+usual rules, derives the dependency graph from the artifacts each stage
+consumes (``${art:<key>,...}`` with ``run.<key>``) and publishes
+(``publish.name``), and decides which stages can be skipped: a stage is skipped
+when the newest version of its output artifact was published by a run of the
+same stage with the same config and the same inputs (its *pipe key*, which the
+job writes into the artifact's metadata through ``NEMOTRON_PIPE_KEY``; an input
+made by a stage of the pipeline counts as that stage's key). A stage whose
+input comes from a stage that runs is never skipped. ``${art:...}`` is resolved when each stage starts, never at
+submission, so a stage reads exactly what the stage before it published.
+
+Launchers:
+
+- :func:`run_local`: stages one after another on this machine, stopping at the
+  first failure;
+- :func:`submit_slurm` (nemo-run): every stage submitted at once through
+  nemo-run's ``SlurmExecutor``, each waiting for its producers with
+  ``--dependency=afterok:<ids>`` and ``--kill-on-invalid-dep=yes`` (a failed
+  stage's dependants are cancelled by Slurm, never left pending);
+- ``sbatch`` scripts: :func:`render_pipeline` gives each stage's exact sbatch
+  script (what ``--dry-run`` shows), with the producers' job ids as
+  placeholders; submitting them with ``sbatch --dependency`` is the same chain.
+
+Every Slurm pipeline is recorded in ``$NEMOTRON_HOME/pipes/<id>.json`` so it can
+be followed, inspected and cancelled later (``nemotron jobs ... PIPE_ID``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import CLIUsageError, ConfigError
+from nemo_runspec.step import Step, artifact_name, consumed_artifacts, published_artifact
+
+if TYPE_CHECKING:
+    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
+
+#: environment variables a stage's job gets; publishing writes them into the artifact's metadata
+PIPE_KEY_ENV, PIPE_ID_ENV = "NEMOTRON_PIPE_KEY", "NEMOTRON_PIPE_ID"
+#: override prefix that applies to every stage
+ALL_STAGES = "*"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One compiled stage of a pipeline.
+
+    Attributes:
+        step: the stage's description.
+        job: its compiled job.
+        consumes: ``{key: artifact ref}`` it reads when it starts.
+        publishes: the artifact name it publishes, if any.
+        depends_on: the stages of this pipeline that publish what it consumes.
+        key: its pipe key: its config and its inputs (an input made by a stage of
+            this pipeline counts as that stage's key, any other as its exact version).
+        skip: the output for this key exists already; the stage is not run.
+        reason: why it runs or is skipped, for the plan display.
+    """
+
+    step: Step
+    job: CompiledJob
+    consumes: Mapping[str, str]
+    publishes: str | None
+    depends_on: tuple[str, ...]
+    key: str
+    skip: bool
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+
+def split_stage_overrides(overrides: Sequence[str], stages: Sequence[str]) -> dict[str, list[str]]:
+    """Route ``STAGE.key=value`` to ``STAGE`` (``*.key=value`` to all); anything else is an error."""
+    from nemo_runspec._suggest import did_you_mean
+
+    routed: dict[str, list[str]] = {s: [] for s in stages}
+    for item in overrides:
+        body = item.lstrip("+~")
+        prefix, dot, rest = body.partition(".")
+        if not dot or "=" in prefix:
+            raise CLIUsageError(f"override {item!r} names no stage",
+                                hint=f"write STAGE.key=value (stages: {', '.join(stages)}) or *.key=value")
+        if prefix != ALL_STAGES and prefix not in routed:
+            raise CLIUsageError(f"override {item!r}: no stage {prefix!r} in this pipeline",
+                                hint=did_you_mean(prefix, stages) or f"stages: {', '.join(stages)}")
+        sign = item[: len(item) - len(body)]
+        for stage in (stages if prefix == ALL_STAGES else [prefix]):
+            routed[stage].append(sign + rest)
+    return routed
+
+
+def select_stages(steps: Sequence[Step], names: str | None) -> list[Step]:
+    """The steps named in ``names`` (``"pretrain,sft"`` or ``"prep-sft:rl"`` for a range), in pipeline order."""
+    from nemo_runspec._suggest import did_you_mean
+
+    if not names:
+        return list(steps)
+    order = [s.name for s in steps]
+
+    def index(name: str) -> int:
+        if name not in order:
+            raise CLIUsageError(f"no stage {name!r} in this pipeline",
+                                hint=did_you_mean(name, order) or f"stages: {', '.join(order)}")
+        return order.index(name)
+
+    chosen: set[str] = set()
+    for part in (p.strip() for p in names.split(",") if p.strip()):
+        if ":" in part:
+            first, _, last = part.partition(":")
+            lo, hi = index(first) if first else 0, index(last) if last else len(order) - 1
+            chosen |= set(order[lo: hi + 1])
+        else:
+            chosen.add(order[index(part)])
+    return [s for s in steps if s.name in chosen]
+
+
+def _stage_context(gctx: GlobalContext, step: Step, overrides: Sequence[str]) -> GlobalContext:
+    return dataclasses.replace(gctx, config=step.config or gctx.config,
+                               overrides=[*step.overrides, *overrides], passthrough=[],
+                               argv=[*gctx.argv])
+
+
+def pipe_key(step: Step, job: CompiledJob, inputs: Mapping[str, str]) -> str:
+    """What identifies a stage's output: the stage, its config as written (before
+    ``${...}`` is resolved) and the exact versions of its inputs."""
+    from omegaconf import OmegaConf
+
+    body = {"stage": step.name, "recipe": job.runspec.name,
+            "config": OmegaConf.to_container(job.train_config, resolve=False), "inputs": dict(sorted(inputs.items()))}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequence[str] = (), *,
+                     resume: bool = True) -> list[StagePlan]:
+    """Compile every step, build the graph and decide what to skip (see the module docstring).
+
+    ``overrides`` are ``STAGE.key=value`` (or ``*.key=value``). With ``resume``
+    false nothing is skipped. Raises a one-line error for a bad override, a
+    stage consuming what a later stage publishes, or (not in a dry run) an
+    input that no stage publishes and the registry does not hold.
+    """
+    from nemo_runspec.cli.recipe_config import recipe_config_from
+    from nemo_runspec.errors import NemoRunspecError
+    from nemo_runspec.job import compile_job
+
+    routed = split_stage_overrides(overrides, [s.name for s in steps])
+    producers: dict[str, str] = {}
+    plans: list[StagePlan] = []
+    for step in steps:
+        recipe = recipe_config_from(_stage_context(gctx, step, routed[step.name]), [])
+        try:
+            job = compile_job(step.runspec, recipe, check_artifacts=False)
+            if step.check is not None:
+                step.check(job, routed[step.name])
+        except NemoRunspecError as exc:
+            exc.args = (f"stage {step.name}: {exc.args[0] if exc.args else exc}", *exc.args[1:])
+            raise
+        consumes = consumed_artifacts(job.job_config)
+        publishes = published_artifact(job.job_config)
+        depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
+                                      if artifact_name(ref) in producers))
+        plans.append(_plan_stage(step, job, consumes, publishes, depends, plans, resume=resume))
+        if publishes:
+            producers[publishes] = step.name
+    _check_order(plans)
+    return plans
+
+
+def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
+                depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
+    # An input made by a stage of this pipeline is identified by that stage's key (what
+    # it will publish is fixed by its own config and inputs); any other input by the
+    # exact version the registry resolves it to now.
+    inputs: dict[str, str] = {}
+    for k, ref in consumes.items():
+        producer = next((p for p in earlier if p.publishes == artifact_name(ref)), None)
+        if producer is not None:
+            inputs[k] = f"stage:{producer.name}:{producer.key}"
+            continue
+        art = _resolve(job, ref)
+        if art is None:
+            if not job.dry_run:
+                raise ConfigError(f"stage {step.name}: input {ref!r} (run.{k}) is not in the registry "
+                                  f"and no stage of this pipeline publishes it",
+                                  key=f"run.{k}", hint="add the stage that produces it, or publish/import it first")
+            inputs[k] = f"{ref} (missing)"
+        else:
+            inputs[k] = art.ref
+    key = pipe_key(step, job, inputs)
+    if not publishes:
+        return StagePlan(step, job, consumes, publishes, depends, key, False, "publishes nothing: always runs")
+    by_name = {p.name: p for p in earlier}
+    upstream = [d for d in depends if not by_name[d].skip]
+    if upstream:
+        return StagePlan(step, job, consumes, publishes, depends, key, False,
+                         f"runs: {', '.join(upstream)} runs first")
+    existing = _resolve(job, f"{publishes}:latest")
+    if resume and existing is not None and existing.metadata.get("pipe_key") == key:
+        return StagePlan(step, job, consumes, publishes, depends, key, True,
+                         f"skipped: {existing.ref} was made from the same config and inputs")
+    if not resume:
+        return StagePlan(step, job, consumes, publishes, depends, key, False, "runs: --no-resume")
+    why = "runs: no output yet" if existing is None else f"runs: {existing.ref} came from another config or inputs"
+    return StagePlan(step, job, consumes, publishes, depends, key, False, why)
+
+
+def _resolve(job: CompiledJob, ref: str) -> Any:
+    from nemo_runspec.errors import NemoRunspecError
+
+    try:
+        return job.registry.resolve(ref)
+    except (NemoRunspecError, OSError, KeyError, ValueError):
+        return None
+
+
+def _check_order(plans: Sequence[StagePlan]) -> None:
+    published_at = {p.publishes: i for i, p in enumerate(plans) if p.publishes}
+    for i, plan in enumerate(plans):
+        for ref in plan.consumes.values():
+            at = published_at.get(artifact_name(ref))
+            if at is not None and at > i:
+                raise ConfigError(f"stage {plan.name} consumes {artifact_name(ref)}, which the later stage "
+                                  f"{plans[at].name} publishes", hint="reorder the steps")
+
+
+def graph_lines(plans: Sequence[StagePlan], job_ids: Mapping[str, str] | None = None) -> list[str]:
+    """The dependency graph, one line per stage: ``pretrain <- prep-pretrain  (runs: ...)``."""
+    lines = []
+    for p in plans:
+        ident = f" [{job_ids[p.name]}]" if job_ids and p.name in job_ids else ""
+        after = f" <- {', '.join(p.depends_on)}" if p.depends_on else ""
+        out = f" -> {p.publishes}" if p.publishes else ""
+        lines.append(f"{p.name}{ident}{after}{out}  ({p.reason})")
+    return lines
+
+
+def stage_env(plan: StagePlan, pipe_id: str) -> dict[str, str]:
+    """Variables a stage's job gets so what it publishes carries its pipe key."""
+    return {PIPE_ID_ENV: pipe_id, PIPE_KEY_ENV: plan.key}
+
+
+def new_pipe_id(title: str) -> str:
+    """``<title>-<UTC time>-<4 hex>``: sortable and unique."""
+    return f"{title}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.urandom(2).hex()}"
+
+
+# ----------------------------------------------------------------------------------- local
+
+
+def run_local(plans: Sequence[StagePlan], *, pipe_id: str | None = None,
+              out: Callable[[str], None] | None = None) -> int:
+    """Run the stages here, in order; return the first failing stage's exit code (0 when all pass).
+
+    A stage's inputs are resolved when it starts, from what the stages before it
+    published. Skipped stages are reported, not run.
+    """
+    from nemo_runspec.execution.local import execute_local
+
+    say = out or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    pipe_id = pipe_id or new_pipe_id(_title(plans))
+    for i, plan in enumerate(plans, 1):
+        if plan.skip:
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
+            continue
+        say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name}")
+        job = plan.job
+        extra = {**stage_env(plan, pipe_id)}
+        if job.env_file is not None:
+            extra["NEMOTRON_ENV_FILE"] = str(job.env_file.path)
+        started = time.monotonic()
+        code = execute_local(job.runspec, job.job_config, passthrough=job.passthrough, extra_env=extra)
+        if code != 0:
+            rest = [p.name for p in plans[i:]]
+            say(f"[pipe] {plan.name} failed (exit {code}) after {time.monotonic() - started:.1f}s"
+                + (f"; not run: {', '.join(rest)}" if rest else ""))
+            return code
+        say(f"[pipe {i}/{len(plans)}] {plan.name}: done in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+# ----------------------------------------------------------------------------------- Slurm
+
+
+@dataclass
+class PipeSubmission:
+    """What :func:`submit_slurm` submitted: the pipe id, and each stage's job (skipped stages absent)."""
+
+    pipe_id: str
+    plans: list[StagePlan]
+    jobs: dict[str, SubmittedJob] = field(default_factory=dict)
+    record_path: Path | None = None
+
+    @property
+    def job_ids(self) -> dict[str, str]:
+        return {name: sub.job_id for name, sub in self.jobs.items()}
+
+
+def prepare_stages(plans: Sequence[StagePlan], pipe_id: str, *,
+                   build_packager: Callable[[CompiledJob], tuple[Any, Any]],
+                   job_ids: Mapping[str, str] | None = None) -> dict[str, PreparedJob]:
+    """Each running stage as a :class:`PreparedJob` whose executor waits for its producers.
+
+    ``job_ids`` maps a producer stage to its Slurm job id; a missing one (a dry
+    run) renders as the placeholder ``<STAGE>`` so the script shows the shape of
+    the dependency line.
+    """
+    from nemo_runspec import slurm
+
+    prepared: dict[str, PreparedJob] = {}
+    skipped = {p.name for p in plans if p.skip}
+    for plan in plans:
+        if plan.name in skipped:
+            continue
+        deps = [d for d in plan.depends_on if d not in skipped]
+        ids = [(job_ids or {}).get(d) or f"<{d}>" for d in deps]
+        job = slurm.prepare_job(plan.job, *build_packager(plan.job), env_vars=stage_env(plan, pipe_id),
+                                dependencies=ids or None)
+        if ids:
+            params = dict(job.executor.additional_parameters or {})
+            params["kill_on_invalid_dep"] = "yes"  # a failed producer cancels this job
+            job.executor.additional_parameters = params
+        prepared[plan.name] = job
+    return prepared
+
+
+def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[CompiledJob], tuple[Any, Any]],
+                 pipe_id: str | None = None, out: Callable[[str], None] | None = None) -> PipeSubmission:
+    """Submit every running stage at once as an ``afterok`` chain; record the pipe.
+
+    When a submission fails half-way, the stages already queued are cancelled, so
+    no part of a chain is left waiting on a stage that was never submitted.
+    """
+    from nemo_runspec.slurm.submission import submit_detached
+
+    say = out or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    pipe_id = pipe_id or new_pipe_id(_title(plans))
+    result = PipeSubmission(pipe_id, list(plans))
+    skipped = {p.name for p in plans if p.skip}
+    try:
+        for i, plan in enumerate(plans, 1):
+            if plan.skip:
+                say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
+                continue
+            prepared = prepare_stages([p if p.name == plan.name else dataclasses.replace(p, skip=p.name in skipped)
+                                       for p in plans if p.name == plan.name or p.name in plan.depends_on],
+                                      pipe_id, build_packager=build_packager, job_ids=result.job_ids)[plan.name]
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting"
+                + (f" after {', '.join(result.job_ids[d] for d in plan.depends_on if d in result.job_ids)}"
+                   if any(d in result.job_ids for d in plan.depends_on) else ""))
+            result.jobs[plan.name] = submit_detached(prepared)
+            _ledger(result.jobs[plan.name], pipe_id)
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")
+    except BaseException:
+        if result.jobs:
+            cancel_jobs(result, reason="the pipeline's submission failed")
+        raise
+    finally:
+        if result.jobs:
+            result.record_path = write_record(result)
+    return result
+
+
+def _title(plans: Sequence[StagePlan]) -> str:
+    from nemo_runspec.execution.settings import job_slug
+
+    first = plans[0].job.runspec.name.split("/")[0] if plans else "pipe"
+    return job_slug(f"{first}-pipe")
+
+
+def _ledger(sub: SubmittedJob, pipe_id: str) -> None:
+    """Add the stage to the submissions index (``nemotron jobs``) when that module is there."""
+    try:
+        from nemo_runspec.slurm.ledger import record_submission
+    except ImportError:
+        return
+    record_submission(sub, pipe=pipe_id)
+
+
+def pipes_dir() -> Path:
+    """``$NEMOTRON_HOME/pipes``."""
+    from nemo_runspec.paths import nemotron_home
+
+    return nemotron_home() / "pipes"
+
+
+def write_record(sub: PipeSubmission) -> Path:
+    """Write ``$NEMOTRON_HOME/pipes/<id>.json`` atomically (no secrets: ids, names, paths)."""
+    first = sub.plans[0].job if sub.plans else None
+    record = {
+        "id": sub.pipe_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "profile": getattr(getattr(first, "profile", None), "name", None),
+        "env_file": str(first.env_file.path) if first is not None and first.env_file is not None else None,
+        "stages": [{
+            "name": p.name, "recipe": p.job.runspec.name,
+            "job_id": sub.jobs[p.name].job_id if p.name in sub.jobs else None,
+            "job_dir": sub.jobs[p.name].job_dir if p.name in sub.jobs else None,
+            "log": sub.jobs[p.name].log_path if p.name in sub.jobs else None,
+            "depends_on": list(p.depends_on), "publishes": p.publishes, "skipped": p.skip, "reason": p.reason,
+        } for p in sub.plans],
+    }
+    path = pipes_dir() / f"{sub.pipe_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_record(pipe_id: str) -> dict[str, Any]:
+    """The record of pipe ``pipe_id`` (one-line error naming close ids when absent)."""
+    from nemo_runspec._suggest import did_you_mean
+
+    path = pipes_dir() / f"{pipe_id}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in pipes_dir().glob("*.json"))
+        raise CLIUsageError(f"no pipe {pipe_id!r} in {pipes_dir()}",
+                            hint=did_you_mean(pipe_id, known) or "nemotron jobs list shows recent pipes")
+    return json.loads(path.read_text())
+
+
+def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
+    """``scancel`` every job of ``sub`` (best effort; says what it did)."""
+    from nemo_runspec.slurm.remote import Remote
+
+    ids = [s.job_id for s in sub.jobs.values()]
+    if not ids:
+        return
+    first = next(iter(sub.jobs.values()))
+    try:
+        Remote(first.prepared).run(["scancel", *ids])
+        print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - cancelling is best effort; say what is left
+        print(f"[pipe] could not cancel {', '.join(ids)} ({exc}); cancel them with scancel", file=sys.stderr)
+
+
+def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float = 2.0, out: Any = None) -> int:
+    """Follow the stages one after another (queue state, live log); return the first failing
+    stage's exit code, after cancelling the stages after it that are still queued."""
+    from nemo_runspec.slurm.monitor import follow
+
+    names = [p.name for p in sub.plans if p.name in sub.jobs]
+    for i, name in enumerate(names):
+        job = sub.jobs[name]
+        print(f"[pipe] following {name} (job {job.job_id})", file=sys.stderr, flush=True)
+        follow(job, console=console, poll=poll, out=out)
+        code = job.returncode
+        if code != 0:
+            rest = PipeSubmission(sub.pipe_id, sub.plans, {n: sub.jobs[n] for n in names[i + 1:]})
+            cancel_jobs(rest, reason=f"stage {name} failed (exit {code})")
+            return code
+    return 0

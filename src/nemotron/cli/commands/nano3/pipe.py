@@ -1,0 +1,85 @@
+"""`nemotron nano3 pipe`: the nano3 chain, data prep to evaluation, as one command.
+
+The steps are listed here (:data:`STEPS`); the flow reads like a recipe
+command's: compile every stage (config + per-stage overrides + profile), then
+run them here one after another, show them (``--dry-run``: every stage's exact
+script and the graph), or submit them all at once to Slurm as an ``afterok``
+chain through nemo-run. See docs/pipelines.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import typer
+
+from nemo_runspec.step import Step
+from nemotron.recipes import RECIPES_DIR
+
+NANO3 = RECIPES_DIR / "nano3"
+
+
+def _check_data_prep(stage: str):  # noqa: ANN202 - a Step.check
+    def check(job, overrides: Sequence[str]) -> None:  # noqa: ANN001
+        from nemotron.data_prep.validation import check_config  # pydantic: not at --help time
+
+        check_config(job.train_config, stage, overrides=list(overrides))
+    return check
+
+
+#: The nano3 chain, in order. Each stage consumes what an earlier one publishes
+#: (``run.data``/``run.model`` in its config); the graph follows from the configs.
+STEPS: list[Step] = [
+    Step("prep-pretrain", NANO3 / "stage0_pretrain/data_prep.py", check=_check_data_prep("pretrain"),
+         description="tokenize the pretraining corpus (Ray)"),
+    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)"),
+    Step("prep-sft", NANO3 / "stage1_sft/data_prep.py", check=_check_data_prep("sft"),
+         description="chat-template and pack the SFT data (Ray)"),
+    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)"),
+    Step("prep-rl", NANO3 / "stage2_rl/data_prep.py", check=_check_data_prep("rl"),
+         description="normalise and split the RL prompts (Ray)"),
+    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)"),
+]
+if (NANO3 / "eval/eval.py").is_file():
+    STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model"))
+
+
+def pipe(
+    ctx: typer.Context,
+    stages: str = typer.Option(None, "--stages", "-s", metavar="LIST",
+                               help="Stages to run: names and ranges, e.g. 'pretrain,sft' or 'prep-sft:rl'"),
+    no_resume: bool = typer.Option(False, "--no-resume", help="Run every stage, even those whose output exists"),
+) -> None:
+    """Run the nano3 chain: data prep, pretrain, SFT, RL and evaluation.
+
+    Overrides name their stage: pretrain.train.train_iters=5, *.run.env.nodes=2.
+    A stage whose output artifact was made from the same config and inputs is
+    skipped, so a rerun resumes after a failure (--no-resume runs everything).
+
+    Examples:
+        nemotron nano3 pipe -c tiny
+        nemotron nano3 pipe -c tiny --stages pretrain:sft --dry-run
+        nemotron nano3 pipe -c tiny --batch dev pretrain.fallback.max_steps=20
+    """
+    from nemo_runspec import packaging, pipeline
+    from nemo_runspec.cli.display import show_pipeline
+    from nemo_runspec.cli.recipe_config import parse_recipe_config
+
+    recipe = parse_recipe_config(ctx)
+    if recipe.passthrough:
+        raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
+    plans = pipeline.compile_pipeline(pipeline.select_stages(STEPS, stages), recipe.ctx, recipe.overrides,
+                                      resume=not no_resume)
+    if recipe.dry_run:
+        is_slurm = not plans[0].job.is_local
+        prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
+            if is_slurm else {}
+        raise typer.Exit(show_pipeline(plans, prepared))
+    if plans[0].job.is_local:
+        raise typer.Exit(pipeline.run_local(plans))
+    # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain.
+    sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
+    print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
+    if recipe.attached:
+        raise typer.Exit(pipeline.follow_submission(sub))
+    print(f"follow it with: nemotron jobs status {sub.pipe_id}")
