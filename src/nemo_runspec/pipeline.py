@@ -6,7 +6,7 @@ consumes (``${art:<key>,...}`` with ``run.<key>``) and publishes
 (``publish.name``), and decides which stages can be skipped: a stage is skipped
 when the newest version of its output artifact was published by a run of the
 same stage with the same config and the same inputs (its *pipe key*, which the
-job writes into the artifact's metadata through ``NEMOTRON_PIPE_KEY``; an input
+job writes into the artifact's metadata through ``NEMOTRON_PIPE_FINGERPRINT``; an input
 made by a stage of the pipeline counts as that stage's key). A stage whose
 input comes from a stage that runs is never skipped. ``${art:...}`` is resolved when each stage starts, never at
 submission, so a stage reads exactly what the stage before it published.
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 
 #: environment variables a stage's job gets; publishing writes them into the artifact's metadata
-PIPE_KEY_ENV, PIPE_ID_ENV = "NEMOTRON_PIPE_KEY", "NEMOTRON_PIPE_ID"
+PIPE_KEY_ENV, PIPE_ID_ENV = "NEMOTRON_PIPE_FINGERPRINT", "NEMOTRON_PIPE_ID"
 #: override prefix that applies to every stage
 ALL_STAGES = "*"
 
@@ -159,8 +159,7 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
     from nemo_runspec.job import compile_job
 
     routed = split_stage_overrides(overrides, [s.name for s in steps])
-    producers: dict[str, str] = {}
-    plans: list[StagePlan] = []
+    compiled = []
     for step in steps:
         recipe = recipe_config_from(_stage_context(gctx, step, routed[step.name]), [])
         try:
@@ -170,14 +169,16 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
         except NemoRunspecError as exc:
             exc.args = (f"stage {step.name}: {exc.args[0] if exc.args else exc}", *exc.args[1:])
             raise
-        consumes = consumed_artifacts(job.job_config)
-        publishes = published_artifact(job.job_config)
+        compiled.append((step, job, consumed_artifacts(job.job_config), published_artifact(job.job_config)))
+    _check_order([(step.name, consumes, publishes) for step, _, consumes, publishes in compiled])
+    producers: dict[str, str] = {}
+    plans: list[StagePlan] = []
+    for step, job, consumes, publishes in compiled:
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
         plans.append(_plan_stage(step, job, consumes, publishes, depends, plans, resume=resume))
         if publishes:
             producers[publishes] = step.name
-    _check_order(plans)
     return plans
 
 
@@ -228,14 +229,14 @@ def _resolve(job: CompiledJob, ref: str) -> Any:
         return None
 
 
-def _check_order(plans: Sequence[StagePlan]) -> None:
-    published_at = {p.publishes: i for i, p in enumerate(plans) if p.publishes}
-    for i, plan in enumerate(plans):
-        for ref in plan.consumes.values():
+def _check_order(stages: Sequence[tuple[str, Mapping[str, str], str | None]]) -> None:
+    published_at = {publishes: i for i, (_, _, publishes) in enumerate(stages) if publishes}
+    for i, (name, consumes, _) in enumerate(stages):
+        for ref in consumes.values():
             at = published_at.get(artifact_name(ref))
             if at is not None and at > i:
-                raise ConfigError(f"stage {plan.name} consumes {artifact_name(ref)}, which the later stage "
-                                  f"{plans[at].name} publishes", hint="reorder the steps")
+                raise ConfigError(f"stage {name} consumes {artifact_name(ref)}, which the later stage "
+                                  f"{stages[at][0]} publishes", hint="reorder the steps")
 
 
 def graph_lines(plans: Sequence[StagePlan], job_ids: Mapping[str, str] | None = None) -> list[str]:

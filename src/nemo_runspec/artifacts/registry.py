@@ -86,7 +86,8 @@ class ArtifactRegistry:
             if not copy and not Path(src).exists():
                 raise ArtifactPublishError(f"nothing to publish: {src} does not exist", key=name)
         # a pipeline stage's run says which config and inputs made this version (nemo_runspec.pipeline)
-        pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_KEY"), ("pipe_id", "NEMOTRON_PIPE_ID"))
+        pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
+                                                       ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
         return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe}, aliases=aliases, copy=copy)
 

@@ -77,6 +77,12 @@ def pipe(
         raise typer.Exit(show_pipeline(plans, prepared))
     if plans[0].job.is_local:
         raise typer.Exit(pipeline.run_local(plans))
+    if all(p.skip for p in plans):
+        for line in pipeline.graph_lines(plans):
+            typer.echo(line, err=True)
+        print("nothing to submit: every stage's output was made from the same config and inputs "
+              "(--no-resume runs them again)")
+        raise typer.Exit(0)
     # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain.
     sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))

@@ -1,0 +1,108 @@
+"""`nemotron nano3 pipe` on the local two-node Slurm cluster: the tiny chain as one afterok chain.
+
+The real console script, its own NEMOTRON_HOME, env.toml and artifact registry
+(a shared path both nodes see). Checked: every stage submitted at once and run
+in order, each consuming what the previous one published; a rerun submits
+nothing; a failing middle stage stops the stages after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nemo_runspec.artifacts.registry import ArtifactRegistry
+
+pytestmark = [pytest.mark.slurm]
+
+NEMOTRON = Path(sys.executable).with_name("nemotron")
+STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, slurm_cluster) -> dict:
+    tmp = tmp_path_factory.mktemp("pipe")
+    env_toml = tmp / "env.toml"
+    env_toml.write_text(textwrap.dedent(f"""
+        [cluster]
+        executor = "slurm"
+        account = "{slurm_cluster.account}"
+        partition = "{slurm_cluster.default_partition}"
+        batch_partition = "{slurm_cluster.batch_partition}"
+        container_image = ""
+        gpus_per_node = 0
+        nodes = 1
+        time = "00:10:00"
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp / "nhome"), NEMOTRON_ENV_FILE=str(env_toml),
+               NEMOTRON_ARTIFACTS_ROOT=str(tmp / "registry"), NEMORUN_HOME=str(tmp / "nhome" / "nemorun"),
+               COLUMNS="250", TERM="dumb")
+    return {"env": env, "tmp": tmp, "registry": tmp / "registry"}
+
+
+def nemotron(home: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(NEMOTRON), *args], env=home["env"], cwd=home["tmp"], text=True,
+                          capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def job_ids(output: str) -> dict[str, str]:
+    line = re.search(r"^pipe (\S+): (.*)$", output, re.M)
+    assert line, output[-3000:]
+    return dict(pair.split("=") for pair in line.group(2).split(", ") if pair)
+
+
+def sacct_times(job_id: str) -> tuple[str, str]:
+    out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "Start,End"],
+                         capture_output=True, text=True).stdout.split("\n")[0]
+    start, end = out.split("|")
+    return start, end
+
+
+def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm_cluster):
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ids = job_ids(proc.stdout)
+    assert list(ids) == STAGES
+    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    results = {stage: slurm_cluster.wait(ids[stage], timeout=600) for stage in STAGES}
+    assert {s: r.state for s, r in results.items()} == dict.fromkeys(STAGES, "COMPLETED")
+
+    # each consumer started after its producers ended (afterok), and read what they published
+    for consumer, producers in {"pretrain": ["prep-pretrain"], "sft": ["prep-sft", "pretrain"],
+                                "rl": ["prep-rl", "sft"]}.items():
+        for producer in producers:
+            assert sacct_times(ids[consumer])[0] >= sacct_times(ids[producer])[1]
+    reg = ArtifactRegistry(home["registry"])
+    for name in ("nano3-pretrain-data-tiny", "nano3-pretrain-model-tiny", "nano3-sft-data-tiny",
+                 "nano3-sft-model-tiny", "nano3-rl-data-tiny", "nano3-rl-model-tiny"):
+        assert reg.resolve(f"{name}:latest").metadata["pipe_id"] == pipe_id, name
+    record = json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())
+    assert {s["name"]: s["job_id"] for s in record["stages"]} == ids
+    sft_log = Path(record["stages"][3]["log"]).read_text()
+    assert "final loss" in sft_log
+
+    again = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "nothing to submit" in again.stdout
+    assert again.stderr.count("skipped:") == len(STAGES)
+
+
+def test_failing_middle_stage_cancels_its_dependants_and_exits_nonzero(home, slurm_cluster):
+    # pretrain with a negative learning rate fails; sft and rl depend on it
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "pretrain:rl",
+                    "pretrain.fallback.lr=-1", "pretrain.fallback.seed=7")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    ids = job_ids(proc.stdout)
+    assert set(ids) >= {"pretrain", "sft", "rl"}
+    assert slurm_cluster.wait(ids["pretrain"]).state == "FAILED"
+    for stage in ("sft", "rl"):
+        assert slurm_cluster.wait(ids[stage]).state.startswith("CANCELLED"), stage
+    assert "stage pretrain failed" in proc.stderr
