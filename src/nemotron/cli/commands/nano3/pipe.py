@@ -43,6 +43,9 @@ STEPS: list[Step] = [
 if (NANO3 / "eval/eval.py").is_file():
     STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model"))
 
+#: Every registered pipeline's steps, for `nemotron steps`.
+PIPELINES: dict[str, list[Step]] = {"nano3": STEPS}
+
 
 def pipe(
     ctx: typer.Context,
@@ -61,31 +64,38 @@ def pipe(
         nemotron nano3 pipe -c tiny --stages pretrain:sft --dry-run
         nemotron nano3 pipe -c tiny --batch dev pretrain.fallback.max_steps=20
     """
-    from nemo_runspec import packaging, pipeline
-    from nemo_runspec.cli.display import show_pipeline
+    from nemo_runspec import pipeline
     from nemo_runspec.cli.recipe_config import parse_recipe_config
 
-    recipe = parse_recipe_config(ctx)
+    raise typer.Exit(run_steps(pipeline.select_stages(STEPS, stages), parse_recipe_config(ctx), resume=not no_resume))
+
+
+def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # noqa: ANN001 - a RecipeConfig
+    """Compile ``steps`` from the command line ``recipe``, then show, run here, or submit them
+    to Slurm as one chain (following it when attached); returns the exit code."""
+    from nemo_runspec import packaging, pipeline
+    from nemo_runspec.cli.display import show_pipeline
+
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
-    plans = pipeline.compile_pipeline(pipeline.select_stages(STEPS, stages), recipe.ctx, recipe.overrides,
-                                      resume=not no_resume)
+    plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume)
     if recipe.dry_run:
         is_slurm = not plans[0].job.is_local
         prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
             if is_slurm else {}
-        raise typer.Exit(show_pipeline(plans, prepared))
+        return show_pipeline(plans, prepared)
     if plans[0].job.is_local:
-        raise typer.Exit(pipeline.run_local(plans))
+        return pipeline.run_local(plans)
     if all(p.skip for p in plans):
         for line in pipeline.graph_lines(plans):
             typer.echo(line, err=True)
         print("nothing to submit: every stage's output was made from the same config and inputs "
               "(--no-resume runs them again)")
-        raise typer.Exit(0)
+        return 0
     # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain.
     sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
     if recipe.attached:
-        raise typer.Exit(pipeline.follow_submission(sub))
+        return pipeline.follow_submission(sub)
     print(f"follow it with: nemotron jobs status {sub.pipe_id}")
+    return 0

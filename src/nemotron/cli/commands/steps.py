@@ -1,0 +1,86 @@
+"""`nemotron steps list|show|run`: the registered pipeline steps, one at a time.
+
+A step is named ``PIPELINE/STAGE`` (``nano3/pretrain``). ``run`` runs one step
+the way ``nemotron nano3 pipe --stages STAGE`` does: overrides without a stage
+prefix, skipped when its output already exists for the same config and inputs
+(``--no-resume`` runs it anyway).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, RecipeTyper
+
+app = RecipeTyper(name="steps", help="The registered pipeline steps: list them, show one, run one.")
+
+
+def _registry() -> dict[str, object]:
+    from nemotron.cli.commands.nano3.pipe import PIPELINES
+
+    return {f"{pipe}/{step.name}": step for pipe, steps in PIPELINES.items() for step in steps}
+
+
+def _step(name: str):  # noqa: ANN202 - a Step
+    from nemo_runspec._suggest import did_you_mean
+    from nemo_runspec.errors import CLIUsageError
+
+    steps = _registry()
+    if name not in steps:
+        raise CLIUsageError(f"no step {name!r}", hint=did_you_mean(name, steps) or "nemotron steps list shows them")
+    return steps[name]
+
+
+@app.command("list")
+def list_steps() -> None:
+    """List every registered step: name, recipe, how it is launched, what it does."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("step", "recipe", "launch", "description", box=None)
+    for name, step in _registry().items():
+        table.add_row(name, step.runspec.name, step.launch, step.description)
+    Console().print(table)
+
+
+@app.command("show", context_settings=dict(RECIPE_CONTEXT_SETTINGS))
+def show(ctx: typer.Context, name: str = typer.Argument(..., help="PIPELINE/STAGE, e.g. nano3/pretrain")) -> None:
+    """Show one step: its script, runspec and, compiled with -c and overrides, what it
+    consumes and publishes."""
+    from nemo_runspec.cli.recipe_config import parse_recipe_config
+    from nemo_runspec.job import compile_job
+    from nemo_runspec.step import consumed_artifacts, published_artifact
+
+    step = _step(name)
+    recipe = parse_recipe_config(ctx)
+    job = compile_job(step.runspec, recipe, check_artifacts=False)
+    spec = step.runspec
+    rows = [("step", name), ("description", step.description), ("script", str(step.script)),
+            ("recipe", spec.name), ("launch", spec.run.launch), ("image", spec.image or "-"),
+            ("config", recipe.config or spec.config.default),
+            ("consumes", ", ".join(f"{k}={v}" for k, v in consumed_artifacts(job.job_config).items()) or "-"),
+            ("publishes", published_artifact(job.job_config) or "-")]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        typer.echo(f"{key:<{width}}  {value}")
+
+
+@app.command("run", context_settings=dict(RECIPE_CONTEXT_SETTINGS))
+def run(ctx: typer.Context, name: str = typer.Argument(..., help="PIPELINE/STAGE, e.g. nano3/pretrain"),
+        no_resume: bool = typer.Option(False, "--no-resume", help="Run it even if its output exists")) -> None:
+    """Run one step with the usual -c, overrides and --run/--batch/--dry-run."""
+    import dataclasses
+
+    from nemo_runspec.cli.recipe_config import parse_recipe_config
+    from nemotron.cli.commands.nano3.pipe import run_steps
+
+    step = _step(name)
+    recipe = parse_recipe_config(ctx)
+    # the stage is implied: prefix the overrides for the pipeline's router
+    recipe = dataclasses.replace(recipe, overrides=[_prefixed(o, step.name) for o in recipe.overrides])
+    raise typer.Exit(run_steps([step], recipe, resume=not no_resume))
+
+
+def _prefixed(override: str, stage: str) -> str:
+    body = override.lstrip("+~")
+    return f"{override[: len(override) - len(body)]}{stage}.{body}"
