@@ -7,6 +7,7 @@ roles ``system``, ``user``, ``assistant``, ``tool``).
 Output layout (``output_dir``)::
 
     train/shard_00000.parquet ...  valid/...  test/...
+    packed/train.npy  packed/validation.npy  packed/test.npy  packed/packing_metadata.json
     metadata.json   pack_size, pad id, tokenizer, template hash, per-split counts
     report.json     record counts and bad records
 
@@ -15,14 +16,27 @@ Each Parquet row is one pack: ``input_ids`` (int32, length ``pack_size``, padded
 marker, 0 on everything else including padding), ``seq_start_ids`` (int32, the start
 offset of each conversation in the pack) and ``num_tokens`` (tokens before padding).
 Conversations are never split across packs.
+
+``packed/`` holds the same packs in the layout Megatron-Bridge's finetune reads
+(checked against :data:`MEGATRON_BRIDGE`): per split, ``np.save`` of an object
+array of dicts ``{"input_ids", "loss_mask", "seq_start_id"}`` (lists of ints, no
+padding), where ``loss_mask`` is label-aligned: within each conversation,
+position ``j`` holds the Parquet mask of position ``j + 1`` (whether the token
+predicted from ``j`` is trained) and the conversation's last position holds 0.
+``packing_metadata.json`` is the JSON list Megatron-Bridge writes next to its own
+packs (one entry per non-empty split, train first, then validation).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from nemo_runspec.errors import ExecutionError
 
 from .common import config_hash, finish, make_plan, remove_stale
 from .report import BadRecordLog, write_json
@@ -32,6 +46,13 @@ from .sources import Bad, iter_segment
 from .tokenizer import TokenizerInfo, load_tokenizer, render_chat
 
 ROLES = ("system", "user", "assistant", "tool")
+
+#: The Megatron-Bridge release whose packed-sequence reader the ``packed/`` files were checked against.
+MEGATRON_BRIDGE = "megatron-bridge==0.3.1"
+#: Directory of the Megatron-Bridge files, and the file of each split (our split name -> file name).
+PACKED_DIR = "packed"
+PACKED_FILES = {"train": "train.npy", "valid": "validation.npy", "test": "test.npy"}
+PACKING_METADATA = "packing_metadata.json"
 
 
 def validate_messages(rec: Any, field: str) -> list[dict[str, str]] | Bad:
@@ -202,6 +223,101 @@ def read_packed(path: str | Path) -> list[dict[str, Any]]:
     return pq.read_table(path).to_pylist()
 
 
+def megatron_bridge_pack(row: Mapping[str, Any]) -> dict[str, list[int]]:
+    """One pack (a Parquet row) as a Megatron-Bridge packed item: no padding, label-aligned loss mask.
+
+    Megatron-Bridge feeds conversation ``k`` (``input_ids[b_k:b_{k+1}]``) as inputs
+    ``[b_k, b_{k+1} - 1)`` and labels ``[b_k + 1, b_{k+1})``, and takes the loss mask
+    of the inputs' positions; so position ``j`` must say whether token ``j + 1`` is
+    trained, and a conversation's last position (no label of its own) is 0.
+    """
+    n = int(row["num_tokens"])
+    starts = [int(x) for x in row["seq_start_ids"]]
+    mask = row["loss_mask"]
+    bounds = [*starts, n]
+    label_mask: list[int] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        label_mask += [int(m) for m in mask[a + 1 : b]]
+        label_mask.append(0)
+    ids = [int(t) for t in row["input_ids"][:n]]
+    if len(label_mask) != n or (starts and starts[0] != 0):
+        raise ValueError(f"malformed pack: {len(label_mask)} mask positions for {n} tokens, starts {starts[:3]}...")
+    return {"input_ids": ids, "loss_mask": label_mask, "seq_start_id": starts}
+
+
+def packing_stats(packs: list[dict[str, list[int]]], pack_size: int) -> dict[str, Any]:
+    """Megatron-Bridge's packing metadata of one split (the keys its packing step records).
+
+    Like Megatron-Bridge, a conversation of ``L`` tokens counts ``L - 1`` (its
+    inputs; the last token is only a label).
+    """
+    per_pack: list[int] = []
+    longest = most = 0
+    conversations = 0
+    for p in packs:
+        bounds = [*p["seq_start_id"], len(p["input_ids"])]
+        lengths = [b - a - 1 for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        per_pack.append(sum(lengths))
+        longest = max(longest, *lengths)
+        most = max(most, len(lengths))
+        conversations += len(lengths)
+    return {
+        "dataset_max_seqlen": longest,
+        "max_samples_per_bin": most,
+        "packing_factor": round(conversations / len(packs), 2),
+        "packing_efficiency": round(sum(per_pack) / len(packs) / pack_size * 100, 2),
+        "pack_size": pack_size,
+        "min_packed_seqlen": min(per_pack),
+    }
+
+
+def packed_sequence_specs(pack_size: int) -> dict[str, Any]:
+    """The values of Megatron-Bridge's ``PackedSequenceSpecs`` for an output dir (paths relative to it)."""
+    return {
+        "packed_sequence_size": pack_size,
+        "packed_train_data_path": f"{PACKED_DIR}/{PACKED_FILES['train']}",
+        "packed_val_data_path": f"{PACKED_DIR}/{PACKED_FILES['valid']}",
+        "packed_metadata_path": f"{PACKED_DIR}/{PACKING_METADATA}",
+    }
+
+
+def write_megatron_bridge(out_dir: Path, files: Mapping[str, list[str]], pack_size: int) -> dict[str, Any]:
+    """Write ``packed/<split>.npy`` and ``packed/packing_metadata.json`` from the Parquet shards.
+
+    ``files`` lists each split's shard files in shard order, so the result depends only
+    on the shards (never on how many workers made them). Every split gets a file, an
+    empty one when it has no packs. Returns ``{split: packs}``.
+    """
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    dest = out_dir / PACKED_DIR
+    dest.mkdir(parents=True, exist_ok=True)
+    stats: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for split, name in PACKED_FILES.items():
+        packs = [megatron_bridge_pack(row) for f in files.get(split, []) for row in pq.read_table(out_dir / f).to_pylist()]
+        items = np.empty(len(packs), dtype=object)
+        for i, p in enumerate(packs):
+            items[i] = p
+        tmp = dest / f"{name}.tmp"
+        with open(tmp, "wb") as fh:  # a file object: np.save appends no suffix
+            np.save(fh, items, allow_pickle=True)
+        os.replace(tmp, dest / name)
+        counts[split] = len(packs)
+        if packs:
+            stats[split] = packing_stats(packs, pack_size)
+    write_json(dest / PACKING_METADATA, [stats[s] for s in ("train", "valid") if s in stats])
+    return counts
+
+
+def load_megatron_bridge(path: str | Path) -> list[dict[str, Any]]:
+    """Read one ``packed/<split>.npy`` back the way Megatron-Bridge does (``np.load(..., allow_pickle=True)``)."""
+    import numpy as np
+
+    return list(np.load(path, allow_pickle=True))
+
+
 def run_sft(
     cfg: Mapping[str, Any],
     *,
@@ -240,6 +356,15 @@ def run_sft(
     remove_stale(plan.out_dir, keep, tuple(f"{s}/shard_*" for s in SPLIT_NAMES))
     totals = {s: {k: sum(r["splits"][s][k] for r in results) for k in ("conversations", "packs", "tokens", "loss_tokens")}
               for s in SPLIT_NAMES}
+    files = {s: sorted(o for o in keep if o.startswith(f"{s}/")) for s in SPLIT_NAMES}
+    packed_counts = write_megatron_bridge(plan.out_dir, files, pack_size)
+    if packed_counts != {s: t["packs"] for s, t in totals.items()}:
+        raise ExecutionError(f"packed files hold {packed_counts} packs, the shards reported "
+                             f"{ {s: t['packs'] for s, t in totals.items()} }")
+    specs = packed_sequence_specs(pack_size)
+    print(f"[sft] Megatron-Bridge packs: {plan.out_dir / PACKED_DIR}/ "
+          + ", ".join(f"{name} ({packed_counts[s]} packs)" for s, name in PACKED_FILES.items()),
+          file=stream or sys.stdout, flush=True)
     metadata = {
         "kind": "sft",
         "format": "packed-parquet-v1",
@@ -254,7 +379,15 @@ def run_sft(
         "chat_template_sha256": params["template_sha256"],
         "split": fractions,
         "splits": totals,
-        "files": {s: sorted(o for o in keep if o.startswith(f"{s}/")) for s in SPLIT_NAMES},
+        "files": files,
+        "packed": {
+            "format": "megatron-bridge-packed-npy",
+            "checked_against": MEGATRON_BRIDGE,
+            "files": {s: f"{PACKED_DIR}/{name}" for s, name in PACKED_FILES.items()},
+            "packing_metadata": f"{PACKED_DIR}/{PACKING_METADATA}",
+            "loss_mask": "label-aligned: position j trains token j+1; a conversation's last position is 0",
+        },
+        "packed_sequence_specs": specs,
         "inputs": [{"url": f.url, "records": f.num_records} for f in plan.files],
         "sample": settings.sample,
         "config_hash": config_hash(c),
@@ -266,6 +399,9 @@ def run_sft(
         "conversations": sum(t["conversations"] for t in totals.values()),
         "packs": sum(t["packs"] for t in totals.values()),
         "splits": totals,
+        "pack_size": pack_size,
+        # Megatron-Bridge's PackedSequenceSpecs; paths relative to the output dir (the artifact path)
+        "packed_sequence_specs": specs,
         "tokenizer": tok.spec,
         "config_hash": metadata["config_hash"],
     }

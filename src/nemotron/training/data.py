@@ -4,7 +4,9 @@
   ``blend.json`` (``{"train": [weight, prefix, ...], "valid": ..., "test": ...}``).
   Training samples are fixed-length windows at random offsets of the token
   stream, the dataset picked in proportion to the blend weights.
-- SFT: packed Parquet rows ``input_ids``, ``loss_mask``, ``seq_start_ids``, ``num_tokens``.
+- SFT: the Megatron-Bridge packed files ``packed/<split>.npy`` (``np.save`` of dicts
+  ``{input_ids, loss_mask, seq_start_id}``, label-aligned loss mask), read with
+  ``np.load(..., allow_pickle=True)`` as Megatron-Bridge's finetune reads them.
 - RL: JSONL ``{id, messages, prompt, answer}`` in ``train.jsonl`` / ``validation.jsonl``.
 
 Sample ``i`` of a run is a pure function of ``(seed, i)``, so every rank reads
@@ -135,23 +137,23 @@ class PretrainWindows:
 
 @dataclass
 class Packs:
-    """Packed SFT rows of one split, as dense arrays."""
+    """Packed SFT sequences of one split, as dense arrays padded to the pack size."""
 
     input_ids: np.ndarray  # [n, pack_size] int64
-    loss_mask: np.ndarray  # [n, pack_size] int64
+    loss_mask: np.ndarray  # [n, pack_size] int64, label-aligned: 1 at j trains the prediction of token j + 1
     segment_ids: np.ndarray  # [n, pack_size] int64; padding gets its own segment
 
     def __len__(self) -> int:
         return len(self.input_ids)
 
     def batch(self, rows: list[int], seq_length: int) -> dict[str, Any]:
-        """Inputs/targets shifted by one, cropped to ``seq_length``; loss only where the target's mask is 1
-        and input and target belong to the same conversation."""
+        """Inputs/targets shifted by one, cropped to ``seq_length``; loss only where the input's
+        (label-aligned) mask is 1 and input and target belong to the same conversation."""
         ids, mask, seg = self.input_ids[rows], self.loss_mask[rows], self.segment_ids[rows]
         n = min(seq_length, ids.shape[1] - 1)
         same = seg[:, 1 : n + 1] == seg[:, :n]
         return {"tokens": ids[:, :n], "targets": ids[:, 1 : n + 1],
-                "loss_mask": mask[:, 1 : n + 1] * same, "segment_ids": seg[:, :n]}
+                "loss_mask": mask[:, :n] * same, "segment_ids": seg[:, :n]}
 
 
 def segment_ids_for(seq_start_ids: list[int], num_tokens: int, pack_size: int) -> np.ndarray:
@@ -163,25 +165,48 @@ def segment_ids_for(seq_start_ids: list[int], num_tokens: int, pack_size: int) -
     return seg
 
 
-def load_packs(data_path: str | os.PathLike[str], split: str) -> Packs | None:
-    """All packs of ``<data_path>/<split>/*.parquet`` (None when the split has no files)."""
-    import pyarrow.parquet as pq
+#: our split name -> the packed file the SFT data prep writes (``packed.files`` in metadata.json)
+PACKED_DEFAULTS = {"train": "packed/train.npy", "valid": "packed/validation.npy", "test": "packed/test.npy"}
 
+
+def load_packs(data_path: str | os.PathLike[str], split: str) -> Packs | None:
+    """The packs of ``split`` from the SFT output's Megatron-Bridge file (None when it has none).
+
+    The file is read like Megatron-Bridge reads it (``np.load(path, allow_pickle=True)``,
+    ``seq_boundaries = seq_start_id + [len(input_ids)]``); each pack is padded to the
+    data prep's ``pack_size`` with its ``pad_id``, loss mask 0.
+    """
     root = Path(data_path)
     if not root.is_dir():
         raise ConfigError(f"SFT data dir {root} not found", key="data.data_path",
                           hint="point data.data_path at the SFT data-prep output (run `nemotron nano3 data prep sft`)")
-    files = sorted((root / split).glob("*.parquet"))
-    if not files:
+    meta = read_metadata(root)
+    rel = ((meta.get("packed") or {}).get("files") or {}).get(split) or PACKED_DEFAULTS[split]
+    path = root / rel
+    if not path.is_file():
+        if split == "train":
+            raise ConfigError(f"no packed SFT file {path}", key="data.data_path",
+                              hint="rerun `nemotron nano3 data prep sft`: it writes packed/*.npy "
+                                   "(the Megatron-Bridge layout) next to the Parquet shards")
         return None
-    ids, masks, segs = [], [], []
-    for f in files:
-        for row in pq.read_table(f).to_pylist():
-            size = len(row["input_ids"])
-            ids.append(row["input_ids"])
-            masks.append(row["loss_mask"])
-            segs.append(segment_ids_for(row["seq_start_ids"], int(row["num_tokens"]), size))
-    return Packs(np.asarray(ids, dtype=np.int64), np.asarray(masks, dtype=np.int64), np.stack(segs))
+    items = np.load(path, allow_pickle=True)
+    if not len(items):
+        return None
+    longest = max(len(it["input_ids"]) for it in items)
+    size = max(int(meta.get("pack_size") or 0), longest)
+    ids = np.full((len(items), size), int(meta.get("pad_id") or 0), dtype=np.int64)
+    mask = np.zeros((len(items), size), dtype=np.int64)
+    segs = np.empty((len(items), size), dtype=np.int64)
+    for i, it in enumerate(items):
+        tokens = it["input_ids"]
+        bounds = it["seq_start_id"] + [len(tokens)]  # a list, as Megatron-Bridge builds seq_boundaries
+        if len(it["loss_mask"]) != len(tokens) or bounds[0] != 0 or sorted(bounds) != bounds:
+            raise ConfigError(f"pack {i} of {path} is malformed (loss_mask/seq_start_id do not match input_ids)",
+                              path=str(path), hint="rerun the SFT data prep")
+        ids[i, : len(tokens)] = tokens
+        mask[i, : len(tokens)] = it["loss_mask"]
+        segs[i] = segment_ids_for(bounds[:-1], len(tokens), size)
+    return Packs(ids, mask, segs)
 
 
 def read_metadata(data_path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -9,6 +9,14 @@ where, and the data-prep output's ``blend.json`` becomes the dataset's
 ``get_blend_fields_from_data_paths(per_split_data_args_path=...)``. Pretraining
 calls ``pretrain(config, forward_step)``, SFT ``finetune(config, forward_step)``.
 
+For SFT the recipe's dataset (an ``HFDatasetConfig`` that downloads SQuAD) is
+replaced by a plain ``FinetuningDatasetConfig`` whose ``PackedSequenceSpecs``
+name the SFT data prep's ``packed/*.npy`` files (:data:`SFT_FIELDS`; the
+training config takes them from the data artifact's metadata,
+``${art:data,metadata.packed_sequence_specs.*}``); its other settings
+(``dataset_kwargs``, seed, dataloader type, ``pad_seq_to_mult``, ...) are
+carried over from the recipe.
+
 ``ConfigContainer.from_dict`` is not used: it wants a ``_target_`` and only
 the library's own field names, not our layout.
 
@@ -19,9 +27,12 @@ against the pinned wheel's source (docs/training.md says what was verified).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from nemo_runspec.errors import ConfigError
 
 PINNED = "megatron-bridge==0.3.1"
 
@@ -35,6 +46,9 @@ ENTRY_POINTS = {
 }
 FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
 BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
+#: the SFT dataset config and its packed-sequence settings
+FINETUNING_DATASET = "megatron.bridge.training.config.FinetuningDatasetConfig"
+PACKED_SPECS = "megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs"
 
 #: our config key -> the ConfigContainer attribute it sets (both dotted)
 FIELDS: dict[str, str] = {
@@ -69,8 +83,13 @@ FIELDS: dict[str, str] = {
     "logger.wandb_exp_name": "logger.wandb_exp_name",
     "logger.wandb_entity": "logger.wandb_entity",
 }
-#: SFT reads packed sequences from a directory (FinetuningDatasetConfig), not a blend
-SFT_FIELDS: dict[str, str] = {"data.data_path": "dataset.dataset_root", "data.seq_length": "dataset.seq_length"}
+#: SFT reads the data prep's packed sequences (FinetuningDatasetConfig + PackedSequenceSpecs), not a blend
+SFT_FIELDS: dict[str, str] = {
+    "data.data_path": "dataset.dataset_root",
+    "data.seq_length": "dataset.seq_length",
+    **{f"data.packed_sequence_specs.{name}": f"dataset.packed_sequence_specs.{name}"
+       for name in ("packed_sequence_size", "packed_train_data_path", "packed_val_data_path", "packed_metadata_path")},
+}
 
 
 def import_target(dotted: str) -> Any:
@@ -106,10 +125,19 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
     target = (cfg.get("recipe") or {}).get("_target_") or RECIPES[kind]
     container = importer(target)()
     fields = {**FIELDS, **(SFT_FIELDS if kind == "sft" else {})}
+    values: dict[str, Any] = {}
     for ours, theirs in fields.items():
         present, value = _get(cfg, ours)
         if present and value is not None:
-            _set(container, theirs, value)
+            values[theirs] = value
+    if kind == "sft":
+        dataset = {k.removeprefix("dataset."): v for k, v in values.items() if k.startswith("dataset.")}
+        container.dataset = finetuning_dataset(container.dataset, dataset, importer=importer)
+        values = {k: v for k, v in values.items() if not k.startswith("dataset.")}
+    for theirs, value in values.items():
+        _set(container, theirs, value)
+    if kind == "sft":
+        _check_pack_fits(container)
     present, data_path = _get(cfg, "data.data_path")
     if kind == "pretrain" and present and data_path:
         blend, blend_per_split, split = importer(BLEND_FIELDS)(
@@ -117,6 +145,45 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
         container.dataset.blend, container.dataset.blend_per_split = blend, blend_per_split
         container.dataset.split = split
     return container
+
+
+def finetuning_dataset(recipe_dataset: Any, values: Mapping[str, Any], *,
+                       importer: Callable[[str], Any] = import_target) -> Any:
+    """A ``FinetuningDatasetConfig`` reading the packed files, with the recipe dataset's other settings.
+
+    ``values`` are ours by field name (``seq_length``, ``packed_sequence_specs.packed_train_data_path``,
+    ...). Fields of the recipe's dataset (and of its ``PackedSequenceSpecs``) that the
+    new classes have are carried over; ours win. ``PackedSequenceSpecs`` is constructed,
+    not mutated, so its own checks run (paths become ``Path``, must end in ``.npy`` and exist).
+    """
+    ds_cls, specs_cls = importer(FINETUNING_DATASET), importer(PACKED_SPECS)
+    ds_names = {f.name for f in dataclasses.fields(ds_cls)}
+    spec_names = {f.name for f in dataclasses.fields(specs_cls)}
+    kwargs = {n: getattr(recipe_dataset, n) for n in sorted(ds_names - {"dataset_root", "packed_sequence_specs"})
+              if hasattr(recipe_dataset, n)}
+    old_specs = getattr(recipe_dataset, "packed_sequence_specs", None)
+    spec_kwargs = {n: getattr(old_specs, n) for n in sorted(spec_names) if hasattr(old_specs, n)}
+    for name, value in values.items():
+        section, dot, field = name.partition(".")
+        if dot and section == "packed_sequence_specs":
+            if field not in spec_names:
+                raise AttributeError(f"{specs_cls.__name__} has no field {field!r} (setting dataset.{name})")
+            spec_kwargs[field] = value
+        else:
+            if name not in ds_names:
+                raise AttributeError(f"{ds_cls.__name__} has no field {name!r} (setting dataset.{name})")
+            kwargs[name] = value
+    return ds_cls(**kwargs, packed_sequence_specs=specs_cls(**spec_kwargs))
+
+
+def _check_pack_fits(container: Any) -> None:
+    specs = getattr(container.dataset, "packed_sequence_specs", None)
+    size = getattr(specs, "packed_sequence_size", -1) or -1
+    seq = getattr(container.model, "seq_length", None)
+    if seq is not None and size > seq:
+        raise ConfigError(f"packed sequences of {size} tokens do not fit model.seq_length {seq}",
+                          key="data.packed_sequence_specs.packed_sequence_size",
+                          hint="raise model.seq_length or rerun the SFT data prep with a smaller pack_size")
 
 
 def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> int:

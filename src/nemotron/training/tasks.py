@@ -56,14 +56,15 @@ class PretrainTask:
 
 
 class SFTTask:
-    """Packed conversations: loss only on ``loss_mask == 1`` targets, attention block-diagonal per conversation."""
+    """Packed conversations (the data prep's Megatron-Bridge ``packed/*.npy``): loss only where the
+    label-aligned ``loss_mask`` is 1, attention block-diagonal per conversation."""
 
     name = "sft"
 
     def __init__(self, data_path: str, s: Settings) -> None:
         train = load_packs(data_path, "train")
         if train is None or not len(train):
-            raise ConfigError(f"no train packs under {data_path}/train", key="data.data_path",
+            raise ConfigError(f"no train packs under {data_path}", key="data.data_path",
                               hint="rerun the SFT data prep")
         self.train = train
         self.valid = load_packs(data_path, "valid")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.metadata
+import io
 import os
 import warnings
 from pathlib import Path
@@ -20,7 +21,9 @@ from types import SimpleNamespace as NS
 import pytest
 import yaml
 
+from nemo_runspec.errors import ConfigError
 from nemotron.training import megatron_bridge as mb
+from tests.nemotron import megatron_bridge_wheel as mbw
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -85,9 +88,11 @@ def sections(wheel) -> dict[str, dict[str, set[str]]]:
         "model": mamba | _mcore_fields(TransformerConfig),
     }
     loader = _class_fields(config, "DataloaderConfig")
+    specs = _class_fields(_tree(wheel / "data" / "datasets" / "packed_sequence.py"), "PackedSequenceSpecs")
     return {
         "pretrain": {**common, "dataset": _mcore_fields(GPTDatasetConfig) | loader},
-        "sft": {**common, "dataset": _class_fields(config, "FinetuningDatasetConfig") | loader},
+        "sft": {**common, "dataset": _class_fields(config, "FinetuningDatasetConfig") | loader,
+                "dataset.packed_sequence_specs": specs},
     }
 
 
@@ -96,10 +101,16 @@ def test_every_field_we_set_exists(kind, sections):
     fields = {**mb.FIELDS, **(mb.SFT_FIELDS if kind == "sft" else {})}
     missing = []
     for theirs in fields.values():
-        section, _, name = theirs.partition(".")
+        section, _, name = theirs.rpartition(".")
+        parent, _, attr = section.rpartition(".")
+        if parent and attr not in sections[kind][parent]:  # e.g. dataset.packed_sequence_specs
+            missing.append(section)
         if name not in sections[kind][section]:
             missing.append(theirs)
     assert missing == []
+    if kind == "sft":  # the four PackedSequenceSpecs fields the SFT data prep provides
+        assert {t.rpartition(".")[2] for t in fields.values() if ".packed_sequence_specs." in t} == {
+            "packed_sequence_size", "packed_train_data_path", "packed_val_data_path", "packed_metadata_path"}
 
 
 @pytest.mark.parametrize("kind", ["pretrain", "sft"])
@@ -121,16 +132,23 @@ def test_shipped_configs_name_the_pinned_recipe_and_only_mapped_keys(stage, kind
     mapped = {**mb.FIELDS, **(mb.SFT_FIELDS if kind == "sft" else {})}
     unmapped = []
     for section in ("model", "train", "optimizer", "scheduler", "checkpoint", "logger", "data"):
-        for key in cfg.get(section) or {}:
-            dotted = f"{section}.{key}"
+        for dotted in _leaves(cfg.get(section) or {}, section):
             if dotted not in mapped and dotted not in ("model.provider", "data.data_path", "data.split"):
                 unmapped.append(dotted)
     assert unmapped == [], "keys the native backend would silently ignore"
 
 
+def _leaves(node: dict, prefix: str) -> list[str]:
+    out = []
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}"
+        out += _leaves(value, dotted) if isinstance(value, dict) else [dotted]
+    return out
+
+
 def _stand_in(kind: str):
     """A ConfigContainer-shaped tree of the sections we set (the library's boundary)."""
-    targets = {*mb.FIELDS.values(), *mb.SFT_FIELDS.values()}
+    targets = {t for t in (*mb.FIELDS.values(), *mb.SFT_FIELDS.values()) if t.count(".") == 1}
     names = {s: {k.split(".", 1)[1] for k in targets if k.startswith(s + ".")}
              for s in ("model", "train", "optimizer", "scheduler", "dataset", "checkpoint", "logger")}
     tree = NS(**{s: NS(**dict.fromkeys(fields)) for s, fields in names.items()})
@@ -173,3 +191,132 @@ def test_a_field_missing_in_the_library_is_an_error():
     del tree.train.train_iters
     with pytest.raises(AttributeError, match="train_iters"):
         mb.build_config("pretrain", {"train": {"train_iters": 3}}, importer=lambda d: (lambda: tree))
+
+
+# --- SFT: the data prep's packed files through PackedSequenceSpecs -----------------------------
+
+
+def test_packed_layout_names_match_the_wheel(wheel):
+    """What the SFT data prep writes, against the wheel code that writes and reads that layout."""
+    from nemotron.data_prep.sft import megatron_bridge_pack, packed_sequence_specs, packing_stats
+
+    packing = _tree(wheel / "data" / "datasets" / "packing_utils.py")
+    sft = _tree(wheel / "data" / "datasets" / "sft.py")
+    fill = mbw.function(packing, "fill_packing_strategy")
+    ours = megatron_bridge_pack({"input_ids": [5, 6, 7, 8, 0], "loss_mask": [0, 1, 1, 0, 0],
+                                 "seq_start_ids": [0, 2], "num_tokens": 4})
+    # the item fill_packing_strategy saves, and what GPTSFTPackedDataset.__getitem__ reads of it
+    assert set(ours) == mbw.dict_keys(fill, "item_dict")
+    assert mbw.subscript_keys(mbw.function(sft, "GPTSFTPackedDataset.__getitem__"), "indexed_dataset") == set(ours)
+    # its loss-mask shift: `x[1:] + [False]` per sequence (the mask moves one left, the last position is 0)
+    assert "[x[1:] + [False] for x in loss_mask]" in ast.unparse(fill)
+    assert ours == {"input_ids": [5, 6, 7, 8], "loss_mask": [1, 0, 0, 0], "seq_start_id": [0, 2]}
+    # the packing metadata: the keys create_packing_strategy records, and those collate_fn reads
+    stats = packing_stats([ours], 8)
+    assert set(stats) == mbw.dict_keys(mbw.function(packing, "create_packing_strategy"), "packing_metadata")
+    read = mbw.subscript_keys(mbw.function(sft, "GPTSFTPackedDataset.collate_fn"), "p")
+    assert read and read <= set(stats)
+    assert stats == {"dataset_max_seqlen": 1, "max_samples_per_bin": 2, "packing_factor": 2.0,
+                     "packing_efficiency": 25.0, "pack_size": 8, "min_packed_seqlen": 2}
+    # what the artifact publishes for PackedSequenceSpecs, and what the SFT config maps
+    spec_fields = mbw.class_fields(_tree(wheel / "data" / "datasets" / "packed_sequence.py"), "PackedSequenceSpecs")
+    assert set(packed_sequence_specs(8)) <= spec_fields
+    cfg = yaml.safe_load((ROOT / "src/nemotron/recipes/nano3/stage1_sft/config/default.yaml").read_text())
+    mapped = cfg["data"]["packed_sequence_specs"]
+    assert set(mapped) == set(packed_sequence_specs(8))
+    for key, value in mapped.items():
+        assert value.endswith(f"${{art:data,metadata.packed_sequence_specs.{key}}}")
+
+
+def _finetuning_dataset_class(wheel):
+    """A dataclass with exactly the fields of the wheel's FinetuningDatasetConfig (+ DataloaderConfig):
+    training/config.py imports transformer-engine, so the real class cannot be imported here."""
+    config = _tree(wheel / "training" / "config.py")
+    defaults: dict[str, object] = {}
+    for cls in ("DataloaderConfig", "FinetuningDatasetConfig"):  # base first: the subclass overrides
+        node = next(n for n in config.body if isinstance(n, ast.ClassDef) and n.name == cls)
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                try:
+                    defaults[stmt.target.id] = ast.literal_eval(stmt.value) if stmt.value else None
+                except ValueError:
+                    defaults[stmt.target.id] = None
+    fields = [(n, object, dataclasses.field(default=v)) for n, v in sorted(defaults.items())]
+    return (dataclasses.make_dataclass("FinetuningDatasetConfig", fields, kw_only=True),
+            _class_fields(config, "DataloaderConfig"))
+
+
+@pytest.fixture
+def published_sft(tmp_path, monkeypatch):
+    """The tiny SFT data prep on the shipped sample, published (as the tiny training config expects)."""
+    from nemo_runspec.artifact_registry import ArtifactRegistry, set_registry
+    from nemotron.data_prep.cli import load_config
+    from nemotron.data_prep.sft import run_sft
+
+    for var in ("NEMOTRON_ARTIFACTS_ROOT", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    registry = ArtifactRegistry(tmp_path / "registry")
+    set_registry(registry)
+    cfg = load_config(ROOT / "src/nemotron/recipes/nano3/stage1_sft/config/data_prep/tiny.yaml")
+    cfg.output_dir, cfg.workers = str(tmp_path / "sft"), 0
+    run_sft(cfg, stream=io.StringIO())
+    (tmp_path / "ckpt").mkdir()
+    registry.publish("nano3-pretrain-model-tiny", tmp_path / "ckpt")
+    yield registry.resolve("nano3-sft-data-tiny:latest")
+    set_registry(None)
+
+
+def _sft_build(resolved, ds_cls, m, **model):
+    recipe_dataset = NS(dataset_name="squad", seq_length=2048, seed=5678, num_workers=1, do_test=False,
+                        dataloader_type="batch", dataset_kwargs={"pad_to_max_length": True},
+                        packed_sequence_specs=NS(packed_sequence_size=2048, pad_seq_to_mult=1, pad_cu_seqlens=False))
+    container = _stand_in("sft")
+    container.dataset = recipe_dataset
+    classes = {mb.FINETUNING_DATASET: ds_cls, mb.PACKED_SPECS: m.PackedSequenceSpecs}
+
+    def importer(dotted):
+        return (lambda: container) if dotted == mb.RECIPES["sft"] else classes[dotted]
+
+    return mb.build_config("sft", {**resolved, "model": {**resolved["model"], **model}}, importer=importer)
+
+
+def test_sft_config_resolves_to_the_packed_files_finetune_builds_from(wheel, published_sft):
+    """tiny.yaml resolved against the published data -> build_config -> the wheel's own
+    PackedSequenceSpecs and FinetuningDatasetBuilder, as finetune's dataset provider calls it."""
+    from nemo_runspec.config import load_config_file
+    from nemo_runspec.config.resolvers import register_resolvers
+    from nemotron.training.entry import native_config
+
+    register_resolvers()
+    art = published_sft
+    resolved = native_config(load_config_file(str(ROOT / "src/nemotron/recipes/nano3/stage1_sft/config/tiny.yaml")))
+    assert resolved["data"]["packed_sequence_specs"] == {
+        "packed_sequence_size": 512, "packed_train_data_path": f"{art.path}/packed/train.npy",
+        "packed_val_data_path": f"{art.path}/packed/validation.npy",
+        "packed_metadata_path": f"{art.path}/packed/packing_metadata.json"}
+    ds_cls, loader_fields = _finetuning_dataset_class(wheel)
+    with mbw.reader_modules() as m:
+        ds = _sft_build(resolved, ds_cls, m).dataset
+        assert isinstance(ds, ds_cls) and isinstance(ds.packed_sequence_specs, m.PackedSequenceSpecs)
+        specs = ds.packed_sequence_specs
+        assert specs.packed_train_data_path == Path(art.path) / "packed" / "train.npy"  # a Path: its checks ran
+        assert (specs.packed_sequence_size, specs.pad_seq_to_mult, specs.pad_cu_seqlens) == (512, 1, False)
+        # ours win; the rest is the recipe's
+        assert (ds.dataset_root, ds.seq_length, ds.num_workers) == (art.path, 512, 4)
+        assert (ds.seed, ds.do_test, ds.dataloader_type, ds.dataset_kwargs) == (5678, False, "batch",
+                                                                                 {"pad_to_max_length": True})
+        assert not hasattr(ds, "dataset_name")  # not an HFDatasetConfig: nothing is downloaded
+        # megatron.bridge.data.utils.finetuning_train_valid_test_datasets_provider, by hand
+        builder = m.FinetuningDatasetBuilder(tokenizer=NS(eos_id=0), **{
+            f.name: getattr(ds, f.name) for f in dataclasses.fields(ds) if f.name not in loader_fields})
+        train, valid, test = builder.build()
+        splits = art.metadata["splits"]
+        assert (len(train), len(valid), test) == (splits["train"]["packs"], splits["valid"]["packs"], None)
+        assert train.collate_fn([train[0]])["tokens"].shape == (1, 512)
+
+        with pytest.raises(ConfigError, match="do not fit model.seq_length 256"):
+            _sft_build(resolved, ds_cls, m, seq_length=256)
+        missing = {**resolved, "data": {**resolved["data"], "packed_sequence_specs": {
+            **resolved["data"]["packed_sequence_specs"], "packed_val_data_path": f"{art.path}/packed/nope.npy"}}}
+        with pytest.raises(AssertionError, match="does not exist"):
+            _sft_build(missing, ds_cls, m)

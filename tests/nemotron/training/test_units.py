@@ -121,9 +121,14 @@ def test_segment_ids_and_sft_loss_mask_boundaries():
     seg = segment_ids_for([0, 3], 5, 8)
     assert seg.tolist() == [0, 0, 0, 1, 1, 2, 2, 2]
     ids = np.arange(8)[None]
-    mask = np.array([[0, 1, 1, 1, 1, 0, 0, 0]])
+    # label-aligned (Megatron-Bridge's packed layout): position j trains token j + 1; each
+    # conversation's last position is 0. Token mask [0, 1, 1 | 1, 1 | pad] becomes:
+    mask = np.array([[1, 1, 0, 1, 0, 0, 0, 0]])
     b = Packs(ids, mask, seg[None]).batch([0], seq_length=7)
     # target 3 starts conversation 1: predicting it from conversation 0 is not trained
+    assert b["loss_mask"].tolist() == [[1, 1, 0, 1, 0, 0, 0]]
+    # a stray 1 at a conversation's last position still never trains across the boundary
+    b = Packs(ids, np.array([[1, 1, 1, 1, 1, 0, 0, 0]]), seg[None]).batch([0], seq_length=7)
     assert b["loss_mask"].tolist() == [[1, 1, 0, 1, 0, 0, 0]]
     assert b["targets"].tolist() == [[1, 2, 3, 4, 5, 6, 7]]
 
