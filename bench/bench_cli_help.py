@@ -1,17 +1,21 @@
 """Startup benchmark for `nemotron --help` and `nemotron nano3 pretrain --help`.
 
 Runs each command repeatedly as a real subprocess (the installed console
-script), reports median and p90 wall time and the number of modules imported,
-and checks with ``-X importtime`` that no heavy module (nemo_run, ray, torch,
-wandb, omegaconf, pydantic) is imported. Exits 1 when a median is over budget or
-a forbidden module is imported.
+script), each run paired with one of the floor ``python -c "import typer,
+rich"`` (alternating order: the machine may be shared), reports median and p90
+wall time, the ratio of the medians to the floor's, and the number of modules
+imported, and checks with ``-X importtime`` that no heavy module (nemo_run, ray,
+torch, wandb, omegaconf, pydantic) is imported. Exits 1 when a median is over
+budget, a ratio over ``--max-ratio``, or a forbidden module is imported. Writes
+``bench/results/cli_help.json``.
 
-    .venv/bin/python bench/bench_cli_help.py [--runs 20] [--budget-ms 150]
+    .venv/bin/python bench/bench_cli_help.py [--runs 20] [--budget-ms 150] [--max-ratio 1.6]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -23,17 +27,29 @@ ROOT = Path(__file__).resolve().parents[1]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 COMMANDS = (["--help"], ["nano3", "pretrain", "--help"])
 FORBIDDEN = ("nemo_run", "ray", "torch", "wandb", "omegaconf", "pydantic")
+FLOOR = [str(ROOT / ".venv" / "bin" / "python"), "-c", "import typer, rich"]
 
 
-def time_runs(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
-    """Wall times in ms of ``runs`` executions (after one warm-up run)."""
-    subprocess.run([str(NEMOTRON), *argv], env=env, capture_output=True, check=True)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([str(NEMOTRON), *argv], env=env, capture_output=True, check=True)
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+def _time(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def time_runs(argv: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:
+    """Wall times in ms of ``runs`` executions (after one warm-up run), and of the
+    floor command run next to each of them (before or after, alternating)."""
+    cmd = [str(NEMOTRON), *argv]
+    _time(cmd, env)
+    times, floor = [], []
+    for i in range(runs):
+        if i % 2:
+            times.append(_time(cmd, env))
+            floor.append(_time(FLOOR, env))
+        else:
+            floor.append(_time(FLOOR, env))
+            times.append(_time(cmd, env))
+    return times, floor
 
 
 def imported_modules(argv: list[str], env: dict[str, str]) -> list[str]:
@@ -58,24 +74,40 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--budget-ms", type=float, default=150.0)
+    parser.add_argument("--max-ratio", type=float, default=1.6,
+                        help="largest median / floor median allowed")
     args = parser.parse_args()
     if not NEMOTRON.exists():
         print(f"missing {NEMOTRON}: run .venv/bin/pip install -e . --no-deps", file=sys.stderr)
         return 1
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEMOTRON_", "PYTHONPROFILE"))}
     failed = False
-    print(f"{'command':32} {'median':>8} {'p90':>8} {'min':>8} {'modules':>8}  forbidden")
+    rows = []
+    print(f"{'command':32} {'median':>8} {'p90':>8} {'min':>8} {'floor':>8} {'ratio':>6} {'modules':>8}  forbidden")
     for argv in COMMANDS:
-        times = time_runs(argv, args.runs, env)
+        times, floor = time_runs(argv, args.runs, env)
         modules = imported_modules(argv, env)
         heavy = sorted({m.split(".")[0] for m in modules} & set(FORBIDDEN))
-        median = statistics.median(times)
-        over = median > args.budget_ms
+        median, floor_median = statistics.median(times), statistics.median(floor)
+        ratio = median / floor_median
+        over = median > args.budget_ms or ratio > args.max_ratio
         failed |= over or bool(heavy)
         label = "nemotron " + " ".join(argv)
         print(f"{label:32} {median:7.1f}ms {percentile(times, 0.9):7.1f}ms {min(times):7.1f}ms "
-              f"{len(modules):8d}  {', '.join(heavy) or '-'}{'  OVER BUDGET' if over else ''}")
-    print(f"budget: median <= {args.budget_ms:.0f} ms, {args.runs} runs each, {os.cpu_count()} cpus")
+              f"{floor_median:7.1f}ms {ratio:6.2f} {len(modules):8d}  {', '.join(heavy) or '-'}"
+              f"{'  OVER BUDGET' if over else ''}")
+        rows.append({"command": label, "median_ms": round(median, 1), "min_ms": round(min(times), 1),
+                     "p90_ms": round(percentile(times, 0.9), 1), "floor_command": "python -c 'import typer, rich'",
+                     "floor_median_ms": round(floor_median, 1), "ratio": round(ratio, 3),
+                     "modules": len(modules), "forbidden": heavy})
+    print(f"budget: median <= {args.budget_ms:.0f} ms and <= {args.max_ratio}x the floor, "
+          f"{args.runs} runs each, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
+    out = ROOT / "bench" / "results" / "cli_help.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"benchmark": "bench/bench_cli_help.py", "runs": args.runs,
+                               "cpus": os.cpu_count(), "loadavg_at_end": list(os.getloadavg()),
+                               "note": "shared machine; compare ratios to the paired floor",
+                               "results": rows}, indent=2) + "\n")
     return 1 if failed else 0
 
 

@@ -1,7 +1,8 @@
 """Local paths used by nemotron: ``$NEMOTRON_HOME`` and what lives under it.
 
 ``NEMOTRON_HOME`` defaults to ``~/.nemotron``; it holds local job directories
-(``jobs/``) and caches (``cache/``). Nothing here creates directories unasked:
+(``jobs/``, with the submission ledger ``jobs/submissions.jsonl``), pipeline
+records (``pipes/``) and caches (``cache/``). Nothing here creates directories unasked:
 callers create what they write, through :func:`ensure_dir`, so that a directory
 that cannot be created (a read-only ``NEMOTRON_HOME``) is a one-line
 :class:`~nemo_runspec.errors.LocalPathError` naming it and saying what to do.
@@ -33,6 +34,11 @@ def jobs_dir() -> Path:
 def cache_dir() -> Path:
     """Where caches go: ``$NEMOTRON_HOME/cache``."""
     return nemotron_home() / "cache"
+
+
+def pipes_dir() -> Path:
+    """Where pipeline records go: ``$NEMOTRON_HOME/pipes/<pipe id>.json``."""
+    return nemotron_home() / "pipes"
 
 
 def _under_home(path: Path) -> bool:

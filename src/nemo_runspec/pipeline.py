@@ -437,6 +437,8 @@ def load_record(pipe_id: str) -> dict[str, Any]:
 
 def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
     """``scancel`` every job of ``sub`` (best effort; says what it did)."""
+    import shlex
+
     from nemo_runspec.slurm.remote import Remote
 
     ids = [s.job_id for s in sub.jobs.values()]
@@ -444,10 +446,14 @@ def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
         return
     first = next(iter(sub.jobs.values()))
     try:
-        Remote(first.prepared).run(["scancel", *ids])
-        print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
+        rc, out, err = Remote(first.prepared).run("scancel " + " ".join(shlex.quote(i) for i in ids))
     except Exception as exc:  # noqa: BLE001 - cancelling is best effort; say what is left
-        print(f"[pipe] could not cancel {', '.join(ids)} ({exc}); cancel them with scancel", file=sys.stderr)
+        rc, out, err = 1, "", str(exc)
+    if rc == 0:
+        print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
+    else:
+        print(f"[pipe] could not cancel {', '.join(ids)} ({' '.join((err or out).split())}); "
+              f"cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
 
 
 def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float = 2.0, out: Any = None) -> int:

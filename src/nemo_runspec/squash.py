@@ -78,11 +78,13 @@ def plan_squash(values: Mapping[str, Any], image: str | None, *, force: bool = F
     path = squashed_path(image, str(squash_dir))
     log = path.removesuffix(".sqsh") + ".log"
     q = shlex.quote
+    partition = values.get("batch_partition") or values.get("partition")
     header = [
         "#!/bin/bash",
         f"#SBATCH --job-name=squash-{path.rsplit('/', 1)[-1].removesuffix('.sqsh')[:100]}",
-        f"#SBATCH --account={values['account']}",
-        f"#SBATCH --partition={values.get('batch_partition') or values.get('partition')}",
+        # no account or partition in the profile: the cluster's defaults (many need no account)
+        *([f"#SBATCH --account={values['account']}"] if values.get("account") else []),
+        *([f"#SBATCH --partition={partition}"] if partition else []),
         "#SBATCH --nodes=1",
         "#SBATCH --ntasks=1",
         "#SBATCH --time=01:00:00",

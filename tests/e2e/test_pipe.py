@@ -23,7 +23,7 @@ from nemo_runspec.artifacts.registry import ArtifactRegistry
 pytestmark = [pytest.mark.slurm]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
-STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl"]
+STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl", "eval"]
 
 
 @pytest.fixture(scope="module")
@@ -77,17 +77,21 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
 
     # each consumer started after its producers ended (afterok), and read what they published
     for consumer, producers in {"pretrain": ["prep-pretrain"], "sft": ["prep-sft", "pretrain"],
-                                "rl": ["prep-rl", "sft"]}.items():
+                                "rl": ["prep-rl", "sft"], "eval": ["rl", "prep-pretrain", "prep-rl"]}.items():
         for producer in producers:
             assert sacct_times(ids[consumer])[0] >= sacct_times(ids[producer])[1]
     reg = ArtifactRegistry(home["registry"])
     for name in ("nano3-pretrain-data-tiny", "nano3-pretrain-model-tiny", "nano3-sft-data-tiny",
-                 "nano3-sft-model-tiny", "nano3-rl-data-tiny", "nano3-rl-model-tiny"):
+                 "nano3-sft-model-tiny", "nano3-rl-data-tiny", "nano3-rl-model-tiny", "nano3-eval-tiny"):
         assert reg.resolve(f"{name}:latest").metadata["pipe_id"] == pipe_id, name
     record = json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())
     assert {s["name"]: s["job_id"] for s in record["stages"]} == ids
     sft_log = Path(record["stages"][3]["log"]).read_text()
     assert "final loss" in sft_log
+    # the chain ends in a number: the eval stage's summary line, and its published metrics
+    eval_log = Path(record["stages"][6]["log"]).read_text()
+    assert re.search(r"^eval: .*perplexity=\d", eval_log, re.M), eval_log[-2000:]
+    assert reg.resolve("nano3-eval-tiny:latest").metadata["model"].startswith("nano3-rl-model-tiny:v")
 
     again = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert again.returncode == 0, again.stderr[-3000:]
@@ -97,12 +101,13 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
 
 def test_failing_middle_stage_cancels_its_dependants_and_exits_nonzero(home, slurm_cluster):
     # pretrain with a negative learning rate fails; sft and rl depend on it
-    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "pretrain:rl",
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "pretrain:",
                     "pretrain.fallback.lr=-1", "pretrain.fallback.seed=7")
     assert proc.returncode != 0, proc.stdout[-3000:]
     ids = job_ids(proc.stdout)
-    assert set(ids) >= {"pretrain", "sft", "rl"}
+    assert set(ids) >= {"pretrain", "sft", "rl", "eval"}
     assert slurm_cluster.wait(ids["pretrain"]).state == "FAILED"
-    for stage in ("sft", "rl"):
+    for stage in ("sft", "rl", "eval"):
         assert slurm_cluster.wait(ids[stage]).state.startswith("CANCELLED"), stage
     assert "stage pretrain failed" in proc.stderr
+    assert "[pipe] cancelled" in proc.stderr

@@ -271,7 +271,18 @@ class FastHelpCommand(FastHelpMixin, TyperCommand):
 
 
 class FastHelpGroup(FastHelpMixin, TyperGroup):
-    """A :class:`TyperGroup` with :class:`FastHelpMixin` and a light help page."""
+    """A :class:`TyperGroup` with :class:`FastHelpMixin`, a light help page, and
+    commands whose module is imported on first lookup (``resolve_lazy``, see
+    :meth:`~nemo_runspec.cli.recipe_typer.RecipeTyper.add_command_module`)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, loading its module first if it was registered lazily."""
+        command = super().get_command(ctx, cmd_name)
+        resolve = getattr(command, "resolve_lazy", None)
+        if resolve is not None:
+            command = resolve()
+            self.commands[cmd_name] = command
+        return command
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """Print :func:`render_group_help` (no Markdown import)."""

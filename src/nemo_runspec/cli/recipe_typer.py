@@ -21,6 +21,7 @@ __all__ = [
     "FastHelpCommand",
     "FastHelpGroup",
     "FastHelpMixin",
+    "LazyRecipeCommand",
     "RecipeMeta",
     "RecipeTyper",
 ]
@@ -88,22 +89,27 @@ class RecipeTyper(typer.Typer):
     def add_command_module(
         self, name: str, module: str, *, rich_help_panel: str | None = None
     ) -> None:
-        """Import ``module`` and register its recipe command ``name``.
+        """Register the recipe command ``name`` of ``module``, imported on first use.
 
         The command is the module's function ``name`` with its runspec
         (``SPECS[name]`` when the module serves several commands, else ``SPEC``).
-        A module that fails to import (a broken runspec block, a missing
-        dependency) registers a stub instead (:meth:`add_failed_command`).
+        The module is imported only when the command is looked up (its group's
+        ``--help`` lists it, or it runs), so ``nemotron --help`` and every other
+        command do not parse its runspec. A module that fails to import (a
+        broken runspec block, a missing dependency) becomes a stub
+        (:meth:`add_failed_command`) at that point.
         """
-        import importlib
 
-        try:
-            mod = importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
-            self.add_failed_command(name, exc, rich_help_panel=rich_help_panel)
-            return
-        spec = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
-        self.add_recipe_command(getattr(mod, name), spec=spec, rich_help_panel=rich_help_panel, name=name)
+        def placeholder(ctx: typer.Context) -> None:  # replaced before it could run
+            raise RuntimeError(f"{module}.{name} was not loaded")
+
+        self.command(
+            name=name,
+            cls=type(f"LazyRecipeCommand_{name}", (LazyRecipeCommand,),
+                     {"lazy": (name, module, rich_help_panel)}),
+            context_settings=dict(RECIPE_CONTEXT_SETTINGS),
+            rich_help_panel=rich_help_panel,
+        )(placeholder)
 
     def add_failed_command(
         self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None
@@ -135,3 +141,29 @@ class RecipeTyper(typer.Typer):
             context_settings=dict(RECIPE_CONTEXT_SETTINGS),
             rich_help_panel=rich_help_panel,
         )(failed)
+
+
+class LazyRecipeCommand(FastHelpCommand):
+    """Stands in for a command registered with :meth:`RecipeTyper.add_command_module`
+    until its group looks it up (:meth:`FastHelpGroup.get_command` calls
+    :meth:`resolve_lazy` and keeps the real command)."""
+
+    #: (command name, module, rich help panel); set per command by add_command_module
+    lazy: tuple[str, str, str | None]
+
+    def resolve_lazy(self) -> Any:
+        """The real click command: the module's recipe command, or a stub if it fails to import."""
+        import importlib
+
+        name, module, panel = self.lazy
+        app = RecipeTyper()
+        try:
+            mod = importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
+            app.add_failed_command(name, exc, rich_help_panel=panel)
+        else:
+            spec = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
+            app.add_recipe_command(getattr(mod, name), spec=spec, rich_help_panel=panel, name=name)
+        command = typer.main.get_command(app)  # one command, no callback: the command itself
+        command.name = name
+        return command

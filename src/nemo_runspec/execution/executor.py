@@ -76,7 +76,7 @@ def create_executor(
     dependencies: Sequence[str] | None = None,
     tunnel: Any = None,
 ) -> Any:
-    """Build a ``nemo_run.SlurmExecutor`` (or ``LocalExecutor``) for one job.
+    """Build a nemo-run ``SlurmExecutor`` (or ``LocalExecutor``) for one job.
 
     ``env_vars`` must be the *plain* variables only (see :func:`build_env_vars`);
     ``secret_file`` is the path of the secrets file as seen by the job, sourced
@@ -85,7 +85,10 @@ def create_executor(
     ``dependencies`` are Slurm job ids this job must wait for
     (``dependency_type``, default ``afterok``).
     """
-    import nemo_run as run
+    from nemo_runspec.execution._nemo_run import lean
+
+    lean()  # the executor's modules, not all of nemo-run (execution/_nemo_run.py)
+    from nemo_run.core.execution.launcher import Torchrun
 
     values = profile_values(env)
     for name in env_vars:
@@ -101,12 +104,14 @@ def create_executor(
     nodes, gpus = resolve_resources(values, runspec)
     ntasks = int(values.get("ntasks_per_node") or 1)
     nproc = torchrun_processes(values, gpus)
-    launcher = run.Torchrun() if launch == "torchrun" else None
+    launcher = Torchrun() if launch == "torchrun" else None
     executor_kind = values.get("executor") or "local"
     startup = list(startup_commands if startup_commands is not None else get_startup_commands(env))
 
     if executor_kind == "local":
-        return run.LocalExecutor(
+        from nemo_run.core.execution.local import LocalExecutor
+
+        return LocalExecutor(
             launcher=launcher,
             ntasks_per_node=int(nproc) if launch == "torchrun" else 1,
             env_vars=dict(env_vars),
@@ -114,9 +119,6 @@ def create_executor(
     if executor_kind != "slurm":
         raise ExecutionError(f"unknown executor {executor_kind!r}", key="executor",
                              hint="use \"local\" or \"slurm\"")
-    if not values.get("account"):
-        raise ExecutionError("the slurm executor needs `account`", key="account",
-                             hint="add account = \"...\" to the env.toml profile")
 
     if tunnel is None:
         from nemo_runspec.execution.tunnels import build_tunnel, default_base_dir
@@ -131,8 +133,10 @@ def create_executor(
     if startup and launch != "ray":  # Ray: the template runs them once per node before its raylet
         setup.append(per_node_setup(startup))
 
-    executor = run.SlurmExecutor(
-        account=str(values["account"]),
+    from nemo_run.core.execution.slurm import SlurmExecutor
+
+    executor = SlurmExecutor(
+        account=str(values["account"]) if values.get("account") else None,  # None: no --account line
         partition=partition_for(values, mode),
         job_name_prefix=values.get("job_name_prefix", DEFAULT_JOB_NAME_PREFIX),
         time=str(values.get("time") or DEFAULT_TIME),

@@ -10,12 +10,15 @@ the head and the workers with a timeout and a clear message, returns the
 driver's exit code as the job's and runs ``ray stop`` on exit.
 
 How it is used through nemo-run (chosen over ``RayJob``): the recipe becomes an
-ordinary ``Experiment`` task, a ``run.Script`` whose metadata carries
+ordinary ``Experiment`` task, a nemo-run ``Script`` whose metadata carries
 ``USE_WITH_RAY_CLUSTER_KEY``, on a ``SlurmExecutor`` whose ``ray_template`` is
 the absolute path of our template. So Ray stages share everything with torchrun
 stages: packaging, job dirs, ``--run``/``--batch`` following and the offline
-``Experiment`` dry run (``RayJob.start(dryrun=True)`` would contact the cluster;
-a ``RayJob`` whose name matches a pending job silently submits nothing).
+dry run (``RayJob.start(dryrun=True)`` would contact the cluster; a ``RayJob``
+whose name matches a pending job silently submits nothing). The Experiment steps
+for that task are :class:`nemo_runspec.slurm.launch.SlurmLaunch` (the scheduler
+materializes nemo-run's ``SlurmRayRequest`` with our template), so a Ray job
+imports only the parts of nemo-run a Slurm job needs, as a torchrun job does.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def ray_env_vars(*, python: str | None, port_base: int | None = None,
 def configure_ray_executor(executor: Any, *, profile: Mapping[str, Any] | None = None,
                            python: str | None = None,
                            pre_start_commands: Iterable[str] = ()) -> Any:
-    """Point a ``nemo_run.SlurmExecutor`` at our Ray template and set its knobs.
+    """Point a nemo-run ``SlurmExecutor`` at our Ray template and set its knobs.
 
     ``profile`` keys read: ``ray_port_base``, ``ray_timeout``. With no
     container image the job runs in the submitting Python environment, so
@@ -80,11 +83,13 @@ def configure_ray_executor(executor: Any, *, profile: Mapping[str, Any] | None =
 
 def ray_script(path: str | Path, args: list[str] | None = None, *, entrypoint: str = "python",
                env: Mapping[str, str] | None = None) -> Any:
-    """A ``nemo_run.Script`` that runs as the driver of a Ray cluster."""
-    import nemo_run as run
-    from nemo_run.config import USE_WITH_RAY_CLUSTER_KEY
+    """A nemo-run ``Script`` that runs as the driver of a Ray cluster."""
+    from nemo_runspec.execution._nemo_run import lean
 
-    return run.Script(
+    lean()
+    from nemo_run.config import USE_WITH_RAY_CLUSTER_KEY, Script
+
+    return Script(
         path=str(path),
         args=list(args or []),
         entrypoint=entrypoint,

@@ -1,10 +1,10 @@
 """Tunnels: how the submitting machine reaches the Slurm controller.
 
 - ``tunnel = "local"``: we are on a login node; ``sbatch`` runs locally
-  (``nemo_run.LocalTunnel``). nemo-run only copies files correctly when the
+  (nemo-run's ``LocalTunnel``). nemo-run only copies files correctly when the
   tunnel's ``job_dir`` equals ``<Experiment base_dir>/experiments``, so
   :func:`build_tunnel` always derives it that way.
-- ``tunnel = "ssh"``: ``nemo_run.SSHTunnel`` to ``user@host:port`` with key
+- ``tunnel = "ssh"``: nemo-run's ``SSHTunnel`` to ``user@host:port`` with key
   ``identity``; jobs live under ``remote_job_dir`` on the cluster. Before anything
   else, :func:`probe_ssh` runs ``ssh -o BatchMode=yes`` so a wrong key, port or
   host fails in seconds with one clear :class:`ExecutionError` instead of hanging
@@ -114,13 +114,16 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
     is ``<base_dir>/experiments`` (nemo-run's rule). For ssh the remote job dir is
     ``remote_job_dir`` (falling back to ``job_dir``).
     """
+    from nemo_runspec.execution._nemo_run import lean
+
+    lean()
     kind = values.get("tunnel") or "local"
     if kind == "local":
-        from nemo_run import LocalTunnel
+        from nemo_run.core.tunnel.client import LocalTunnel
 
         return LocalTunnel(job_dir=os.path.join(os.fspath(base_dir), "experiments"))
     if kind == "ssh":
-        from nemo_run import SSHTunnel
+        from nemo_run.core.tunnel.client import SSHTunnel
 
         host = values.get("host")
         if not host:

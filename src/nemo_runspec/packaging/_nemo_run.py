@@ -1,6 +1,7 @@
 """nemo-run ``Packager`` subclasses wrapping our packagers.
 
-Imported only when a job is built (it imports nemo_run). Every class honours
+Imported only when a job is built (it imports nemo-run's packager base class,
+not all of nemo-run: :mod:`nemo_runspec.execution._nemo_run`). Every class honours
 nemo-run's contract ``package(path, job_dir, name) -> <job_dir>/<name>.tar.gz``
 so ``SlurmExecutor.package()`` uploads and extracts the archive under
 ``<job>/code``. ``path`` (nemo-run passes the process cwd) is used only when no
@@ -15,12 +16,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_run.core.packaging.base import Packager
+from nemo_runspec.execution._nemo_run import lean
 
-from nemo_runspec.errors import PackagingError
-from nemo_runspec.packaging import _registry
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker
-from nemo_runspec.packaging.manifest import PackagingPlan
+lean()
+from nemo_run.core.packaging.base import Packager  # noqa: E402  (after lean())
+
+from nemo_runspec.errors import PackagingError  # noqa: E402
+from nemo_runspec.packaging import _registry  # noqa: E402
+from nemo_runspec.packaging._archive import DeterministicTar, Ticker  # noqa: E402
+from nemo_runspec.packaging.manifest import PackagingPlan  # noqa: E402
 
 
 def _finish(plan_id: str, result: PackagingPlan, job_dir: str, name: str) -> None:

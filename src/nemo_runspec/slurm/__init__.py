@@ -15,10 +15,13 @@ module                 holds
 ``slurm.prepared``     :class:`PreparedJob`, :class:`SubmittedJob`, :func:`prepare_job`
 ``slurm.render``       :func:`render_sbatch` (offline, byte-identical to submission)
 ``slurm.submission``   :func:`submit`, :func:`submit_detached`
+``slurm.launch``       :class:`~.launch.SlurmLaunch`: nemo-run's Experiment steps for one task, lean
 ``slurm.monitor``      :func:`follow`: queue state, live log, exit code
 ``slurm.queue``        ``squeue``/``sacct`` parsing
 ``slurm.remote``       commands and files where the job runs (local or SSH)
 ``slurm.summary``      what the user is shown after submission
+``slurm.ledger``       the submission ledger: :func:`~.ledger.record_submission`, :func:`~.ledger.find`
+``slurm.jobs``         recorded jobs asked about again (``nemotron jobs``): states, logs, cancel
 =====================  ====================================================
 """
 

@@ -63,6 +63,12 @@ class PreparedJob:
     """What the packager shipped; written to ``packaging.json`` once the job is submitted."""
     mode: str = "batch"
     """``run`` (follow the job once submitted) or ``batch`` (submit and return)."""
+    recipe: str | None = None
+    """The runspec name (``nano3/pretrain``); recorded in the submission ledger."""
+    profile: str | None = None
+    """The env.toml profile the job was submitted with (None without one)."""
+    env_file: str | None = None
+    """The env.toml that profile came from (``nemotron jobs`` reads it again)."""
 
     @property
     def attached(self) -> bool:
@@ -214,7 +220,7 @@ def prepare_job(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
         secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
-        mode=mode,
+        mode=mode, **_origin(job, env, runspec),
     )
     image = container_image(values, runspec)
     if values.get("executor") == "slurm":
@@ -244,6 +250,21 @@ def prepare_job(
         # the dry run byte-identical to what is submitted.
         launcher.rdzv_id = rendezvous_id(exp_id)
     return prepared
+
+
+def _origin(job: CompiledJob | None, env: Any, runspec: Any) -> dict[str, str | None]:
+    """``recipe``, ``profile`` and ``env_file`` of a job: from the compiled job, else
+    from ``runspec`` and ``env`` when it is an :class:`~nemo_runspec.env.EnvProfile`
+    (a plain mapping names neither profile nor file)."""
+    profile = job.profile if job is not None else env
+    name, recipe = getattr(profile, "name", None), getattr(runspec, "name", None)
+    if job is not None and job.env_file is not None:
+        path = job.env_file.path
+    else:
+        path = getattr(profile, "path", None)
+    return {"recipe": recipe if isinstance(recipe, str) else None,
+            "profile": name if isinstance(name, str) else None,
+            "env_file": str(path) if isinstance(path, str | os.PathLike) else None}
 
 
 def rendezvous_id(exp_id: str) -> int:

@@ -1,4 +1,5 @@
-"""Submit a :class:`PreparedJob`: place its files and secrets, ``sbatch`` it through nemo-run.
+"""Submit a :class:`PreparedJob`: place its files and secrets, ``sbatch`` it through nemo-run
+(the steps of ``Experiment.run``, replayed by :class:`~nemo_runspec.slurm.launch.SlurmLaunch`).
 
 All or nothing: when Slurm (or anything before it) refuses the job, the
 experiment dir and the secrets file are removed again.
@@ -16,7 +17,7 @@ from nemo_runspec.errors import ExecutionError, SubmissionError
 from nemo_runspec.slurm.monitor import detach, follow
 from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
-from nemo_runspec.slurm.render import experiment_for, task_for
+from nemo_runspec.slurm.render import launch_for
 from nemo_runspec.slurm.summary import print_submission
 
 
@@ -39,8 +40,11 @@ def _slurm_message(stderr: str) -> str:
 
 def submit_detached(job: PreparedJob) -> SubmittedJob:
     """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it."""
+    from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
+
+    lean()
     from nemo_runspec.run import quiet_nemo_run
 
     probe_tunnel(job.values)
@@ -55,7 +59,7 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             f"cannot create the job dir {job.local_exp_dir}: {exc.strerror or exc}",
             hint="check that NEMOTRON_HOME (or the profile's job_dir) is writable and has free space",
         ) from None
-    exp = None
+    launch = None
     squash_job: str | None = None
     try:
         # sbatch saves its environment in Slurm's state and passes it to the job:
@@ -66,20 +70,17 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             place_files(job)
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
                 make_remote_dir(job, job.ray_log_dir)
-            exp = experiment_for(job, job.base_dir)
-            with exp:
-                exp.add(task_for(job), executor=executor, name=job.name)
-                exp.run(detach=True)
-        job_id = _accepted_job_id(exp)
+            launch = launch_for(job, job.base_dir)
+            launch.launch()
+        job_id = _accepted_job_id(launch)
         if job_id is None:
-            raise ExecutionError(f"nemo-run returned no Slurm job id for {job.name}")
-        details = exp.jobs[0].executor.job_details
-        job_name = details.job_name or job.job_name
+            raise ExecutionError(f"sbatch returned no Slurm job id for {job.name}")
+        job_name = launch.executor.job_details.job_name or job.job_name
     except ExecutionError:
         _cleanup_failed(job)
         raise
     except BaseException as exc:
-        accepted = _accepted_job_id(exp)
+        accepted = _accepted_job_id(launch)
         if isinstance(exc, KeyboardInterrupt | SystemExit) and accepted:
             # Slurm already queued the job: its files must stay. Say how to reach it.
             import sys
@@ -168,13 +169,10 @@ def _disk_hint(message: str, job: PreparedJob) -> str | None:
     return None
 
 
-def _accepted_job_id(exp: Any) -> str | None:
-    """The Slurm job id nemo-run got back from sbatch, if it got that far."""
-    try:
-        handle = exp.jobs[0].handle if exp is not None and exp.jobs else ""
-        return handle.split("://", 1)[1].split("/")[1] if handle else None
-    except (AttributeError, IndexError):
-        return None
+def _accepted_job_id(launch: Any) -> str | None:
+    """The Slurm job id sbatch printed (``--parsable``: ``<id>[;<cluster>]``), if it got that far."""
+    job_id = getattr(launch, "job_id", None) or ""
+    return job_id.split(";", 1)[0].strip() or None
 
 
 def _squash_first(job: PreparedJob, executor: Any) -> str | None:
@@ -209,7 +207,8 @@ def submit(
     either way ``returncode`` is 130. Ctrl-C after Slurm accepted the job but
     before following began detaches the same way (the job id and how to follow
     it are printed). ``job.plan`` (what was packaged) is written to
-    ``packaging.json`` in the local experiment dir once Slurm accepted the job.
+    ``packaging.json`` in the local experiment dir once Slurm accepted the job,
+    and the job is recorded in the submission ledger (:mod:`nemo_runspec.slurm.ledger`).
     """
     from rich.console import Console
 
@@ -217,6 +216,9 @@ def submit(
     attached = job.attached if attached is None else attached
     sub = submit_detached(job)
     try:
+        from nemo_runspec.slurm.ledger import record_submission
+
+        record_submission(sub)  # for `nemotron jobs`; warns (never raises) when it cannot
         if job.plan is not None:
             job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
         print_submission(sub, console)

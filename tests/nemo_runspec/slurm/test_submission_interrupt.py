@@ -18,36 +18,30 @@ def _job(tmp_path):
     return job
 
 
-def _experiment(handle: str):
-    class Experiment:
-        jobs = [NS(handle=handle)]
+def _launch(job_id: str | None):
+    class Launch:
+        executor = NS()
 
-        def __enter__(self):
-            return self
+        def __init__(self):
+            self.job_id = None
 
-        def __exit__(self, *exc):
-            return False
+        def launch(self):
+            self.job_id = job_id  # sbatch returned (job id set) or not yet (None)
+            raise KeyboardInterrupt
 
-        def add(self, *a, **k):
-            pass
-
-        def run(self, detach):
-            raise KeyboardInterrupt  # after sbatch returned (handle set) or before (no handle)
-
-    return Experiment()
+    return Launch()
 
 
-@pytest.mark.parametrize("handle", ["slurm_tunnel://nemo_run/4242", ""])
-def test_interrupt_keeps_files_only_when_slurm_has_the_job(tmp_path, monkeypatch, capsys, handle):
+@pytest.mark.parametrize("job_id", ["4242", None])
+def test_interrupt_keeps_files_only_when_slurm_has_the_job(tmp_path, monkeypatch, capsys, job_id):
     job = _job(tmp_path)
     for name in ("place_secrets", "place_files"):
         monkeypatch.setattr(submission, name, lambda j: None)
-    monkeypatch.setattr(submission, "experiment_for", lambda j, b: _experiment(handle))
-    monkeypatch.setattr(submission, "task_for", lambda j: None)
+    monkeypatch.setattr(submission, "launch_for", lambda j, b: _launch(job_id))
     monkeypatch.setattr("nemo_runspec.execution.tunnels.probe_tunnel", lambda v: None)
     with pytest.raises(KeyboardInterrupt):
         submission.submit_detached(job)
-    if handle:
+    if job_id:
         assert job.local_exp_dir.exists()
         assert not list(job.local_exp_dir.glob(f"{submission.SUBMITTING}.*"))
         assert "Slurm accepted job 4242" in capsys.readouterr().err

@@ -213,3 +213,36 @@ def test_subprocess_help_and_run_without_pydantic(data, registry_root):
     assert "PYDANTIC=False" in proc.stderr
     assert (registry_root / "nano3-rl-data" / "v1.json").is_file()
     assert json.loads((registry_root / "nano3-rl-data" / "aliases.json").read_text()) == {"latest": 1, "x": 1}
+
+
+def test_global_dry_run_checks_and_registers_nothing(data, tmp_path, registry_root):
+    from nemo_runspec.cli.context import GlobalContext
+
+    assert invoke("rl", data["rl"]).exit_code == 0
+    before = sorted(registry_root.rglob("*.json"))
+    res = runner.invoke(app, ["rl", str(data["rl"]), "--alias", "x"], obj=GlobalContext(dry_run=True))
+    assert res.exit_code == 0, res.output
+    assert "would register it as nano3-rl-data:v2 (aliases: latest, x) by reference; nothing was written" in res.stdout
+    assert sorted(registry_root.rglob("*.json")) == before
+    d = copy_of(data["pretrain"], tmp_path / "bare")
+    (d / "blend.json").unlink()
+    res = runner.invoke(app, ["pretrain", str(d)], obj=GlobalContext(dry_run=True))
+    assert res.exit_code == 0, res.output
+    assert "note: would write" in res.stdout and not (d / "blend.json").exists()
+    res = runner.invoke(app, ["rl", str(tmp_path)], obj=GlobalContext(dry_run=True))
+    assert res.exit_code == 2 and "missing train.jsonl" in res.stderr
+
+
+def test_env_file_given_to_nemotron_picks_the_registry(data, tmp_path, monkeypatch):
+    """`nemotron --env-file X nano3 data import ...` publishes to X's [artifacts] root."""
+    root = tmp_path / "from-env-file"
+    env_toml = tmp_path / "cfg" / "env.toml"  # not found from the cwd: only --env-file names it
+    env_toml.parent.mkdir()
+    env_toml.write_text(f'[artifacts]\nbackend = "file"\nroot = "{root}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), COLUMNS="200")
+    proc = subprocess.run([str(Path(sys.executable).with_name("nemotron")), "--env-file", str(env_toml),
+                           "nano3", "data", "import", "rl", str(data["rl"])], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "nano3-rl-data" / "v1.json").is_file()

@@ -50,9 +50,10 @@ def test_slurm_dry_run_shows_every_script_and_the_graph_and_touches_nothing(sand
     out = proc.stdout
     assert len(re.findall(r"^#!/bin/bash", out, re.M)) >= 6  # one sbatch script per stage
     assert "#SBATCH --dependency='afterok:<prep-sft>:<pretrain>'" in out
-    assert out.count("#SBATCH --kill-on-invalid-dep=yes") == 3  # the three trained stages wait
+    assert out.count("#SBATCH --kill-on-invalid-dep=yes") == 4  # the three trained stages and eval wait
     graph = out[out.index("dependency graph"):]
     assert "sft <- prep-sft, pretrain -> nano3-sft-model-tiny" in graph
+    assert "eval <- prep-pretrain, rl, prep-rl -> nano3-eval-tiny" in graph
     assert SECRET not in out + proc.stderr
     assert not sandbox["nhome"].exists() and list(sandbox["cwd"].iterdir()) == []
 

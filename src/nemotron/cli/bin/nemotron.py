@@ -25,9 +25,12 @@ from nemo_runspec.errors import ExecutionError, NemoRunspecError
 #: whose module does not exist are skipped; every other failure shows a stub.
 GROUPS: dict[str, tuple[str, str, bool]] = {
     "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False),
+    "evaluate": ("nemotron.cli.commands.evaluate", "app", False),
     "runspec": ("nemotron.cli.commands.runspec", "app", False),
     "env": ("nemotron.cli.commands.env", "app", False),
     "kit": ("nemotron.cli.kit", "app", False),
+    "jobs": ("nemotron.cli.commands.jobs", "app", False),
+    "steps": ("nemotron.cli.commands.steps", "app", False),
 }
 
 

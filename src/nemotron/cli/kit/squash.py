@@ -45,7 +45,7 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     if plan is None:
         print(f"{image} is already a squashfs file: nothing to do")
         return 0
-    if gctx.dry_run:
+    if gctx.dry_run or values.get("dry_run") is True:  # the profile's dry_run = true, as for recipes
         print(plan.script, end="")
         return 0
     shell = Remote.for_profile(values)

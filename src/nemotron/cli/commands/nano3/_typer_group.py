@@ -19,6 +19,7 @@ COMMANDS: list[tuple[RecipeTyper, str, str, str | None]] = [
     (app, "pretrain", f"{_PKG}.pretrain", "Training stages"),
     (app, "sft", f"{_PKG}.sft", "Training stages"),
     (app, "rl", f"{_PKG}.rl", "Training stages"),
+    (app, "eval", f"{_PKG}.eval", "Evaluation"),
     (prep_app, "pretrain", f"{_PKG}.data.prep", None),
     (prep_app, "sft", f"{_PKG}.data.prep", None),
     (prep_app, "rl", f"{_PKG}.data.prep", None),
@@ -35,6 +36,15 @@ except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
 else:
     data_app.add_typer(import_app, name="import")
 app.add_typer(data_app, name="data", rich_help_panel="Data")
+model_app = RecipeTyper(name="model", help="Model commands: import an existing checkpoint, evaluate one.")
+model_app.add_command_module("eval", f"{_PKG}.eval")
+try:
+    from nemotron.cli.commands.nano3.model.import_ import app as model_import_app
+except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
+    model_app.add_failed_command("import", exc)
+else:
+    model_app.add_typer(model_import_app, name="import")
+app.add_typer(model_app, name="model", rich_help_panel="Models")
 try:
     from nemotron.cli.commands.nano3.pipe import pipe as _pipe
 except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped

@@ -79,7 +79,7 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # 
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
     plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume)
-    if recipe.dry_run:
+    if any(p.job.dry_run for p in plans):  # -d, or dry_run = true in the profile
         is_slurm = not plans[0].job.is_local
         prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
             if is_slurm else {}
@@ -95,7 +95,7 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # 
     # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain.
     sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
-    if recipe.attached:
+    if all(p.job.attached for p in plans):  # --run, unless the profile says detach = true
         return pipeline.follow_submission(sub)
     print(f"follow it with: nemotron jobs status {sub.pipe_id}")
     return 0

@@ -130,8 +130,9 @@ def generate_blend(root: Path) -> dict[str, list[str] | None]:
     return {s: (v or None) for s, v in blend.items()}
 
 
-def check_pretrain(root: Path) -> dict[str, Any]:
-    """Validate a pretrain data dir (writing blend.json for a bare directory); return metadata."""
+def check_pretrain(root: Path, *, write: bool = True) -> dict[str, Any]:
+    """Validate a pretrain data dir (writing blend.json for a bare directory, unless
+    ``write`` is false: then it is only checked); return metadata."""
     blend_path = root / "blend.json"
     generated = False
     if not blend_path.is_file():
@@ -139,9 +140,10 @@ def check_pretrain(root: Path) -> dict[str, Any]:
             raise _bad("missing blend.json (and no .bin/.idx files to build one from)", root,
                        hint="expected the output of `nemotron nano3 data prep pretrain`")
         blend = generate_blend(root)
-        blend_path.write_text(json.dumps(blend, indent=2) + "\n", encoding="utf-8")
+        if write:
+            blend_path.write_text(json.dumps(blend, indent=2) + "\n", encoding="utf-8")
         generated = True
-    blend = _read_json(blend_path)
+    blend = _read_json(blend_path) if not generated or write else blend
     if not isinstance(blend, dict) or not blend:
         raise _bad('blend.json must map splits to [weight, prefix, ...] lists', blend_path,
                    hint='e.g. {"train": ["1", "train/shard_00000"], "valid": null}')
@@ -228,6 +230,19 @@ def check_rl(root: Path) -> dict[str, Any]:
     return {"records": counts}
 
 
+def check_names(name: str, aliases: list[str] | None) -> None:
+    """The checks publishing makes on the name and aliases (for a dry run)."""
+    from nemo_runspec.artifacts.refs import ALIAS_RE, NAME_RE, version_number
+    from nemo_runspec.exceptions import ArtifactPublishError
+
+    if not NAME_RE.match(name):
+        raise ArtifactPublishError(f"invalid artifact name {name!r}", hint="letters, digits, '.', '_' and '-'")
+    for alias in aliases or []:
+        if not ALIAS_RE.match(alias) or version_number(alias) is not None:
+            raise ArtifactPublishError(f"invalid alias {alias!r}", key=name,
+                                       hint="aliases start with a letter and are not version numbers")
+
+
 CHECKS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "pretrain": check_pretrain,
     "sft": check_sft,
@@ -235,28 +250,63 @@ CHECKS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 
 
+def global_context() -> Any:
+    """The running command's :class:`~nemo_runspec.cli.context.GlobalContext` (the global
+    options), or None outside ``nemotron``. Typer 0.29 runs commands on its own copy of
+    click, whose context stack is not ``click``'s."""
+    from nemo_runspec.cli.context import GlobalContext
+
+    getters = []
+    try:
+        from typer._click.globals import get_current_context as typer_context
+
+        getters.append(typer_context)
+    except ImportError:  # a Typer that uses click itself
+        pass
+    import click
+
+    getters.append(click.get_current_context)
+    for get in getters:
+        ctx = get(silent=True)
+        root = ctx.find_root().obj if ctx is not None else None
+        if isinstance(root, GlobalContext):
+            return root
+    return None
+
+
+def dry_run_requested() -> bool:
+    """True when the command line has the global ``-d/--dry-run``."""
+    root = global_context()
+    return bool(root is not None and root.dry_run)
+
+
+def next_version(registry: Any, name: str) -> int | None:
+    """The version number a publish of ``name`` would get (None when the registry cannot say)."""
+    try:
+        return max((a.version for a in registry.versions(name)), default=0) + 1
+    except Exception:  # noqa: BLE001 - a dry run only shows it
+        return None
+
+
 def command_registry() -> Any:
     """The artifact registry of the running command: its env.toml (``--env-file``,
     ``$NEMOTRON_ENV_FILE`` or the nearest one), read once."""
-    import click
-
     from nemo_runspec.artifacts.registry import registry_for
-    from nemo_runspec.cli.context import GlobalContext
     from nemo_runspec.env import find_env_file, load_env_file, read_sections
 
-    ctx = click.get_current_context(silent=True)
-    root = ctx.find_root().obj if ctx is not None else None
-    path = find_env_file(root.env_file if isinstance(root, GlobalContext) else None)
+    root = global_context()
+    path = find_env_file(root.env_file if root is not None else None)
     return registry_for(read_sections(load_env_file(path) if path else None))
 
 
 def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = False,
-                aliases: list[str] | None = None, registry: Any = None) -> Any:
+                aliases: list[str] | None = None, registry: Any = None, dry_run: bool = False) -> Any:
     """Validate ``path`` as ``kind`` data and publish it to ``registry``
     (default: :func:`~nemo_runspec.artifacts.registry.get_registry`).
 
     ``latest`` always moves to the new version; ``aliases`` are added to it.
-    Returns the published :class:`~nemo_runspec.artifacts.registry.Artifact`.
+    Returns the published :class:`~nemo_runspec.artifacts.registry.Artifact`;
+    with ``dry_run`` only checks and returns the metadata it would publish.
     """
     root = Path(path).expanduser()
     if not root.exists():
@@ -264,10 +314,12 @@ def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = 
     if not root.is_dir():
         raise _bad("not a directory", root, hint=f"pass the {kind} data directory")
     root = root.resolve()
-    checked = CHECKS[kind](root)
+    checked = check_pretrain(root, write=False) if dry_run and kind == "pretrain" else CHECKS[kind](root)
     from nemo_runspec.artifacts.registry import get_registry
 
     metadata = {**_source_metadata(root), **checked, "kind": kind, "imported_from": str(root)}
+    if dry_run:
+        return metadata
     all_aliases = ["latest", *[a for a in (aliases or []) if a != "latest"]]
     try:
         return (registry or get_registry()).publish(name or DEFAULT_NAMES[kind], root, metadata=metadata,
@@ -279,11 +331,27 @@ def import_data(kind: str, path: Path, *, name: str | None = None, copy: bool = 
 
 
 def run_import(kind: str, path: Path, name: str | None, copy: bool, aliases: list[str] | None) -> None:
-    """The body of each ``nemotron nano3 data import KIND`` command."""
+    """The body of each ``nemotron nano3 data import KIND`` command (the global
+    ``--dry-run`` checks PATH and says what would be registered, writing nothing)."""
+    dry_run = dry_run_requested()
     try:
-        art = import_data(kind, path, name=name, copy=copy, aliases=aliases, registry=command_registry())
+        registry = command_registry()
+        art = import_data(kind, path, name=name, copy=copy, aliases=aliases, registry=registry,
+                          dry_run=dry_run)
+        if dry_run:
+            check_names(name or DEFAULT_NAMES[kind], aliases)
     except NemoRunspecError as exc:  # includes the registry's ArtifactError
         fail(exc)
+        return
+    if dry_run:
+        target = name or DEFAULT_NAMES[kind]
+        version = next_version(registry, target)
+        shown = ", ".join(["latest", *[a for a in (aliases or []) if a != "latest"]])
+        if art.get("blend_generated"):
+            typer.echo(f"note: would write {art['blend_path']} (no blend.json is there)")
+        typer.echo(f"dry run: {Path(path).expanduser().resolve()} is valid {kind} data; would register it as "
+                   f"{target}{f':v{version}' if version else ''} (aliases: {shown}) "
+                   f"{'as a copy' if copy else 'by reference'}; nothing was written")
         return
     if art.metadata.get("blend_generated"):
         typer.echo(f"note: wrote {art.metadata['blend_path']} (no blend.json was there)")

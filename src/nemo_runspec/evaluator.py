@@ -1,0 +1,646 @@
+"""NeMo Evaluator helpers: task selection, W&B injection, the evaluation config and its images.
+
+An evaluation recipe config is a ``nemo-evaluator-launcher`` run config (the
+``execution``, ``deployment``, ``target``, ``evaluation`` and ``export``
+sections of that package's format, 0.2.x) plus our own keys, which the
+launcher never sees (:data:`LAUNCHER_KEYS`): ``run`` (artifacts, profile),
+``tasks`` (which tasks to run), ``launcher_defaults``, and the CPU fallback's
+``fallback``/``backend``/``publish``.
+
+Both sides of a job use this module:
+
+- the CLI (``nemotron nano3 eval``, ``nemotron evaluate``) calls
+  :func:`prepare_eval_job` on the compiled job: ``--task``/``-t`` flags become
+  the ``tasks`` list, env.toml ``[wandb]`` ``project``/``entity`` go into
+  ``export.wandb`` (the API key never does: it reaches the job only through the
+  secrets path of :func:`nemo_runspec.execution.build_env_vars`, and the
+  launcher config names it as ``host:WANDB_API_KEY``), and the container images
+  the launcher will start are collected (and, with ``squash_dir`` in the
+  profile, planned as ``.sqsh`` imports). ``--dry-run`` shows the result with
+  :func:`show_evaluation`.
+- the recipe script calls :func:`evaluator_config` on its ``train.yaml``, then
+  :func:`compose_with_launcher_defaults` and :func:`save_eval_config`, and
+  hands the result to the launcher's ``run_eval``.
+
+The same function builds the config in both places, so the dry run shows what
+the job writes to ``<job dir>/eval.yaml`` (``${art:...}`` references are shown
+as written; the job resolves them when it starts).
+
+Nothing here imports ``nemotron``; OmegaConf, rich and the launcher are
+imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import CLIUsageError, ConfigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.squash import SquashPlan
+
+#: Top-level keys of an evaluation recipe config that are ours, not the launcher's.
+LAUNCHER_KEYS = ("run", "tasks", "launcher_defaults", "fallback", "backend", "publish")
+#: The evaluation config the job writes into its job dir (and hands to the launcher).
+EVAL_YAML = "eval.yaml"
+#: The environment variable that holds the W&B API key in the job.
+WANDB_KEY_VAR = "WANDB_API_KEY"
+#: The package of NeMo Evaluator's launcher (PyPI ``nemo-evaluator-launcher``).
+LAUNCHER_MODULE = "nemo_evaluator_launcher"
+#: Prefixes of the launcher's env var values that name a variable instead of holding a value.
+_REFERENCE_PREFIXES = ("host:", "runtime:")
+_TASK_FLAGS = ("-t", "--task")
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def parse_task_flags(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``--task NAME`` / ``-t NAME`` (also ``--task=NAME``, ``-tNAME`` and
+    comma lists ``--task a,b``) off ``args``: returns ``(tasks, other args)``.
+
+    Task names keep their first-seen order and appear once.
+
+    >>> parse_task_flags(["-t", "mmlu", "--task=gsm8k,mmlu", "x=1"])
+    (['mmlu', 'gsm8k'], ['x=1'])
+    """
+    tasks: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in _TASK_FLAGS:
+            if i + 1 >= len(args) or not args[i + 1].strip() or args[i + 1].startswith("-"):
+                raise CLIUsageError(f"{word} needs a task name", hint="e.g. --task mmlu (repeatable)")
+            value, i = args[i + 1], i + 2
+        elif word.startswith("--task="):
+            value, i = word[len("--task="):], i + 1
+        elif word.startswith("-t") and not word.startswith("--") and len(word) > 2:
+            value, i = word[2:].removeprefix("="), i + 1
+        else:
+            rest.append(word)
+            i += 1
+            continue
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if not names:
+            raise CLIUsageError(f"{word} needs a task name", hint="e.g. --task mmlu (repeatable)")
+        tasks.extend(n for n in names if n not in tasks)
+    return tasks, rest
+
+
+def wanted_tasks(config: Mapping[str, Any]) -> list[str]:
+    """The ``tasks`` selection of a config as a list (``null`` or ``[]``: every task)."""
+    value = config.get("tasks")
+    if value in (None, "", []):
+        return []
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    raise ConfigError(f"tasks must be a list of task names, got {value!r}", key="tasks")
+
+
+def _matches(task_name: str, wanted: str) -> bool:
+    # "mmlu" selects "lm-evaluation-harness.mmlu"; the full "harness.task" name selects it too.
+    return task_name == wanted or task_name.endswith("." + wanted)
+
+
+def select_tasks(tasks: Sequence[Any], wanted: Sequence[str], *, key: str = "evaluation.tasks") -> list[Any]:
+    """The entries of ``tasks`` (names, or mappings with a ``name``) that ``wanted`` selects, in
+    their config order. Empty ``wanted`` selects all. A name that selects nothing is a
+    :class:`ConfigError` listing what there is."""
+    if not wanted:
+        return list(tasks)
+    names = [str(t.get("name") if isinstance(t, Mapping) else t) for t in tasks]
+    chosen: set[int] = set()
+    for w in wanted:
+        hits = [i for i, n in enumerate(names) if _matches(n, w)]
+        if not hits:
+            from nemo_runspec._suggest import did_you_mean
+
+            short = sorted({n.rsplit(".", 1)[-1] for n in names} | set(names))
+            raise ConfigError(f"unknown task {w!r}", key=key,
+                              hint=did_you_mean(w, short, listing=True) or "the config lists no tasks")
+        chosen.update(hits)
+    return [t for i, t in enumerate(tasks) if i in chosen]
+
+
+# --------------------------------------------------------------------------- W&B
+
+
+def inject_wandb(config: Mapping[str, Any], section: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``config`` whose ``export.wandb`` takes ``project``/``entity`` from env.toml's
+    ``[wandb]`` ``section`` where the config leaves them unset (the config wins).
+
+    Only a config that asks for W&B export (an ``export.wandb`` mapping) gets them,
+    and nothing but those two names is copied: never a key or token. ``[wandb]
+    mode = "disabled"`` leaves the config as it is.
+    """
+    out = copy.deepcopy(dict(config))
+    section = dict(section or {})
+    export = out.get("export")
+    wandb = export.get("wandb") if isinstance(export, Mapping) else None
+    if not isinstance(wandb, Mapping) or section.get("mode") == "disabled":
+        return out
+    wandb = dict(wandb)
+    for name in ("project", "entity"):
+        if wandb.get(name) in (None, "") and section.get(name):
+            wandb[name] = str(section[name])
+    out["export"] = {**dict(export), "wandb": wandb}
+    return out
+
+
+def wandb_export(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``export.wandb`` when W&B export is on (a mapping naming both ``project`` and
+    ``entity``, which the launcher requires), else None."""
+    export = config.get("export")
+    wandb = export.get("wandb") if isinstance(export, Mapping) else None
+    if isinstance(wandb, Mapping) and wandb.get("project") and wandb.get("entity"):
+        return dict(wandb)
+    return None
+
+
+def _finalize_wandb(config: dict[str, Any]) -> None:
+    """W&B export on: ``wandb`` among ``execution.auto_export.destinations`` and the key
+    named (never given) in ``export.env_vars``. Off: neither, and no ``export.wandb``."""
+    execution = config.get("execution")
+    auto = execution.get("auto_export") if isinstance(execution, Mapping) else None
+    if isinstance(auto, Mapping):
+        dests = [d for d in (auto.get("destinations") or []) if d != "wandb"]
+    else:
+        dests = [d for d in (auto or []) if d != "wandb"] if isinstance(auto, list) else []
+    export = config.get("export")
+    if wandb_export(config) is not None:
+        dests.append("wandb")
+        env_vars = dict(export.get("env_vars") or {})
+        env_vars.setdefault(WANDB_KEY_VAR, f"host:{WANDB_KEY_VAR}")
+        config["export"] = {**dict(export), "env_vars": env_vars}
+    elif isinstance(export, Mapping) and "wandb" in export:
+        rest = {k: v for k, v in export.items() if k != "wandb"}
+        if rest:
+            config["export"] = rest
+        else:
+            del config["export"]
+    if isinstance(execution, Mapping) and (auto is not None or dests):
+        new_auto = dict(auto) if isinstance(auto, Mapping) else {}
+        new_auto["destinations"] = dests
+        config["execution"] = {**dict(execution), "auto_export": new_auto}
+
+
+def check_no_literal_secrets(config: Any, where: str = "") -> None:
+    """Refuse a secret in an evaluation config (the launcher copies it into its scripts,
+    its containers' environment and the W&B run): a value under a secret-looking name
+    must name a variable (``host:NAME``/``runtime:NAME``), never hold the secret, and
+    no value may look like a credential (``hf_...``, ``sk-...``)."""
+    from nemo_runspec.secrets import is_secret_name, is_secret_value, looks_like_credential
+
+    if isinstance(config, Mapping):
+        for k, v in config.items():
+            path = f"{where}.{k}" if where else str(k)
+            if isinstance(v, (Mapping, list, tuple)):
+                check_no_literal_secrets(v, path)
+            elif (isinstance(k, str) and is_secret_name(k) and is_secret_value(v)
+                  and not str(v).startswith(_REFERENCE_PREFIXES)):
+                raise ConfigError(f"{path} holds a literal secret", key=path,
+                                  hint=f"name the variable instead ({k}: host:{k}) and export it where the job runs")
+            elif isinstance(v, str) and looks_like_credential(v):
+                raise ConfigError(f"{path} looks like a credential", key=path,
+                                  hint="name a variable in env_vars (NAME: host:NAME) instead of pasting its value")
+    elif isinstance(config, (list, tuple)):
+        for i, v in enumerate(config):
+            check_no_literal_secrets(v, f"{where}[{i}]")
+
+
+# --------------------------------------------------------------------------- the config
+
+
+def _placeholder_art(key: Any, field: Any = "path", *, _root_: Any = None) -> str:
+    return f"${{art:{key},{field}}}"
+
+
+def evaluator_config(script_config: Any, *, resolve_artifacts: bool = True) -> dict[str, Any]:
+    """The launcher's run config from an evaluation recipe config (``train.yaml``).
+
+    ``${run.*}`` and other interpolations are resolved (``${art:...}`` too, through
+    the artifact registry, unless ``resolve_artifacts`` is false: the dry run keeps
+    them as written); :data:`LAUNCHER_KEYS` are dropped; ``evaluation.tasks`` is
+    cut to the ``tasks`` selection; W&B export is switched on when ``export.wandb``
+    names a project and an entity (and removed otherwise); a literal secret
+    anywhere is an error. The launcher's packaged defaults are not merged here
+    (:func:`compose_with_launcher_defaults`).
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from nemo_runspec.config.resolvers import register_resolvers
+
+    cfg = script_config if OmegaConf.is_config(script_config) else OmegaConf.create(dict(script_config))
+    try:
+        if not resolve_artifacts:
+            OmegaConf.register_resolver("art", _placeholder_art, replace=True, use_cache=False,
+                                        annotation_validation="off")
+        else:
+            register_resolvers()
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        cause = exc.__cause__ or exc.__context__
+        from nemo_runspec.errors import NemoRunspecError
+
+        if isinstance(cause, NemoRunspecError):
+            raise cause from None
+        raise ConfigError(f"cannot resolve the evaluation config: {exc}".splitlines()[0]) from None
+    finally:
+        if not resolve_artifacts:
+            register_resolvers()
+    assert isinstance(data, dict)
+    wanted = wanted_tasks(data)
+    out = {k: v for k, v in data.items() if k not in LAUNCHER_KEYS}
+    evaluation = out.get("evaluation")
+    if isinstance(evaluation, Mapping):
+        out["evaluation"] = {**dict(evaluation),
+                             "tasks": select_tasks(list(evaluation.get("tasks") or []), wanted)}
+    elif wanted:
+        raise ConfigError("tasks are selected but the config has no evaluation.tasks", key="tasks")
+    _finalize_wandb(out)
+    check_no_literal_secrets(out)
+    return out
+
+
+def launcher_available() -> bool:
+    """True when ``nemo_evaluator_launcher`` can be imported here (checked without importing it)."""
+    try:
+        return importlib.util.find_spec(LAUNCHER_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _packaged_defaults(group: str, option: str) -> dict[str, Any]:
+    import importlib.resources
+
+    import yaml
+
+    base = importlib.resources.files(f"{LAUNCHER_MODULE}.configs")
+    path = base.joinpath(group, *f"{option}.yaml".split("/"))
+    if not path.is_file():
+        raise ConfigError(f"nemo-evaluator-launcher has no {group} config {option!r}",
+                          key=f"launcher_defaults.{group}",
+                          hint=f"see {LAUNCHER_MODULE}/configs/{group}/ in the installed package")
+    data = yaml.safe_load(path.read_text()) or {}
+    data.pop("defaults", None)
+    return data
+
+
+def _drop_nulls_over_required(ours: Any, base: Any) -> Any:
+    """``ours`` without the nulls that would hide a value the launcher marks required (``???``)."""
+    if isinstance(ours, Mapping) and isinstance(base, Mapping):
+        return {k: _drop_nulls_over_required(v, base.get(k)) for k, v in ours.items()
+                if not (v is None and base.get(k) == "???")}
+    return ours
+
+
+def compose_with_launcher_defaults(config: Mapping[str, Any], launcher_defaults: Mapping[str, Any] | None,
+                                   ) -> dict[str, Any]:
+    """``config`` over the launcher's own packaged defaults, as its Hydra defaults list
+    (``execution: slurm/default``, ``deployment: vllm``) would compose them: each named
+    file under its section, then ``config`` on top. A ``null`` in ``config`` never
+    replaces a value the launcher requires (``???``), so :func:`missing_values` can
+    name it. Needs ``nemo_evaluator_launcher`` importable.
+
+    (Not done through Hydra itself: with the Hydra that installs next to OmegaConf 2.4,
+    1.4.0rc3, ``execution: slurm/default`` lands under ``execution.slurm``.)
+    """
+    from omegaconf import OmegaConf
+
+    merged: dict[str, Any] = {}
+    for group, option in (launcher_defaults or {}).items():
+        if option:
+            merged[str(group)] = _packaged_defaults(str(group), str(option))
+    ours = _drop_nulls_over_required(dict(config), merged)
+    for key, value in ours.items():  # a list replaces a mapping (and back), as in Hydra
+        if key in merged and isinstance(value, Mapping) != isinstance(merged[key], Mapping):
+            del merged[key]
+    out = OmegaConf.to_container(OmegaConf.merge(merged, ours), resolve=False)
+    assert isinstance(out, dict)
+    return out
+
+
+def missing_values(config: Any, where: str = "") -> list[str]:
+    """Dotted paths of the values still ``???`` (required by the launcher, unset)."""
+    found: list[str] = []
+    if isinstance(config, Mapping):
+        for k, v in config.items():
+            path = f"{where}.{k}" if where else str(k)
+            found += [path] if v == "???" else missing_values(v, path)
+    elif isinstance(config, list):
+        for i, v in enumerate(config):
+            found += missing_values(v, f"{where}[{i}]")
+    return found
+
+
+def to_yaml(config: Mapping[str, Any]) -> str:
+    """Block YAML of a plain config, keys in order (as written to :data:`EVAL_YAML`)."""
+    import yaml
+
+    return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def save_eval_config(config: Mapping[str, Any], job_dir: str | os.PathLike[str], *,
+                     name: str = EVAL_YAML) -> Path:
+    """Write ``config`` atomically as ``<job_dir>/eval.yaml``, exactly as the launcher
+    gets it (it holds no secret: :func:`check_no_literal_secrets` is applied first,
+    and secrets are only named, ``host:NAME``); returns the path."""
+    from nemo_runspec.config.jobdir import atomic_write_text
+
+    check_no_literal_secrets(config)
+    return atomic_write_text(Path(job_dir) / name, to_yaml(config))
+
+
+# --------------------------------------------------------------------------- images
+
+
+@dataclass(frozen=True)
+class EvaluatorImage:
+    """A container image the launcher starts for an evaluation.
+
+    ``where`` is the config key that sets it (``None`` for an image only the launcher's
+    task registry names); ``image`` is ``None`` when it cannot be known here.
+    """
+
+    role: str
+    image: str | None
+    where: str | None
+
+    @property
+    def settable(self) -> bool:
+        """True when it can be replaced (by a ``.sqsh`` path): the model server, the
+        proxy and the export job. Benchmark images are chosen by the launcher's task
+        registry (an explicit ``container`` makes it read the image's own metadata)."""
+        return self.where is not None and not self.where.startswith("evaluation.")
+
+
+def harness_images(config: Mapping[str, Any]) -> dict[str, str]:
+    """``{task name: image}`` from the launcher's packaged task registry, for the tasks
+    without an explicit ``container`` ({} when the launcher is not importable here)."""
+    if not launcher_available():
+        return {}
+    try:
+        from nemo_evaluator_launcher.common.mapping import (
+            get_task_definition_for_job,
+            load_tasks_mapping,
+        )
+
+        mapping = load_tasks_mapping()
+    except Exception:  # noqa: BLE001 - the registry is informative here, never required
+        return {}
+    out: dict[str, str] = {}
+    for task in (config.get("evaluation") or {}).get("tasks") or []:
+        name = str(task.get("name") or "")
+        if not name or task.get("container"):
+            continue
+        try:
+            out[name] = str(get_task_definition_for_job(task_query=name, base_mapping=mapping)["container"])
+        except Exception:  # noqa: BLE001 - unknown task: the launcher reports it when it runs
+            continue
+    return out
+
+
+def collect_images(config: Mapping[str, Any], *,
+                   harness: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = harness_images,
+                   ) -> list[EvaluatorImage]:
+    """Every container image an evaluation config makes the launcher start, in order:
+    the model server (``deployment.image``), the load-balancing proxy
+    (``execution.proxy.image`` with ``num_instances`` > 1), the W&B/MLflow export
+    job (``execution.auto_export.export_image``, Slurm), and one benchmark image per
+    task (its ``container``, else the launcher's registry: ``harness(config)``)."""
+    images: list[EvaluatorImage] = []
+    deployment = config.get("deployment") or {}
+    execution = config.get("execution") or {}
+    if str(deployment.get("type") or "none") != "none":
+        images.append(EvaluatorImage("model server", deployment.get("image"), "deployment.image"))
+    proxy = execution.get("proxy") if isinstance(execution, Mapping) else None
+    if isinstance(proxy, Mapping) and proxy.get("image") and int(execution.get("num_instances") or 1) > 1:
+        images.append(EvaluatorImage("proxy", proxy["image"], "execution.proxy.image"))
+    auto = execution.get("auto_export") if isinstance(execution, Mapping) else None
+    if isinstance(auto, Mapping) and auto.get("destinations") and execution.get("type") == "slurm":
+        images.append(EvaluatorImage("export (" + ", ".join(map(str, auto["destinations"])) + ")",
+                                     auto.get("export_image"), "execution.auto_export.export_image"))
+    known = dict(harness(config)) if harness is not None else {}
+    for i, task in enumerate((config.get("evaluation") or {}).get("tasks") or []):
+        name = str(task.get("name") or f"#{i}")
+        if task.get("container"):
+            images.append(EvaluatorImage(f"benchmark {name}", str(task["container"]),
+                                         f"evaluation.tasks[{i}].container"))
+        else:
+            images.append(EvaluatorImage(f"benchmark {name}", known.get(name), None))
+    return images
+
+
+def plan_image_squash(images: Iterable[EvaluatorImage], values: Mapping[str, Any], *,
+                      force: bool = False) -> list[tuple[EvaluatorImage, SquashPlan]]:
+    """The ``.sqsh`` import of each settable image, for a profile with ``squash_dir``
+    (:func:`nemo_runspec.squash.plan_squash`); [] without one."""
+    from nemo_runspec.squash import plan_squash
+
+    plans = []
+    seen: set[str] = set()
+    for img in images:
+        if not img.settable or not img.image or img.image in seen:
+            continue
+        plan = plan_squash(values, img.image, force=force)
+        if plan is not None:
+            plans.append((img, plan))
+            seen.add(img.image)
+    return plans
+
+
+def _dotted(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(part)
+    return data
+
+
+def apply_squashed(config: Mapping[str, Any], plans: Iterable[tuple[EvaluatorImage, SquashPlan]],
+                   ) -> dict[str, Any]:
+    """A copy of ``config`` with each planned image replaced by its ``.sqsh`` path
+    (at the key that names it, where it still names that image)."""
+    out = copy.deepcopy(dict(config))
+    for img, plan in plans:
+        if not img.settable or img.where is None or _dotted(out, img.where) != img.image:
+            continue
+        *parents, leaf = img.where.split(".")
+        node = out
+        for part in parents:
+            node = node[part]
+        node[leaf] = plan.path
+    return out
+
+
+# --------------------------------------------------------------------------- backend
+
+
+def evaluation_backend(config: Any) -> str:
+    """Which backend a config asks for: ``"nemo-evaluator"``, ``"fallback"`` or ``"auto"``.
+
+    The rule of the training recipes (docs/training.md): ``backend: torch`` or
+    ``fallback.enabled: true`` -> the fallback; ``backend: native``, no
+    ``fallback:`` section or ``fallback.enabled: false`` -> NeMo Evaluator; else
+    ``auto``: NeMo Evaluator where the job finds ``nemo_evaluator_launcher``, the
+    fallback otherwise.
+    """
+    backend = str(config.get("backend") or "auto")
+    fallback = config.get("fallback")
+    enabled = fallback.get("enabled", "auto") if fallback is not None else None
+    if backend == "torch" or enabled is True:
+        return "fallback"
+    if backend == "native" or fallback is None or enabled is False:
+        return "nemo-evaluator"
+    return "auto"
+
+
+# --------------------------------------------------------------------------- the CLI side
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """A compiled evaluation job (:attr:`job`) and the imports of its images (:attr:`squash`)."""
+
+    job: CompiledJob
+    squash: tuple[tuple[EvaluatorImage, SquashPlan], ...] = ()
+
+
+def _profile_values(job: CompiledJob) -> dict[str, Any]:
+    from nemo_runspec.execution.settings import profile_values
+
+    return {} if job.is_local else dict(profile_values(job.run_env))
+
+
+def prepare_eval_job(job: CompiledJob) -> EvalJob:
+    """The compiled job of an evaluation command, made ready to run or show:
+
+    - ``--task``/``-t`` flags (taken out of the script's arguments) are added to
+      the config's ``tasks`` selection, and checked against ``evaluation.tasks``;
+    - env.toml ``[wandb]`` ``project``/``entity`` fill ``export.wandb``
+      (:func:`inject_wandb`); when W&B export is then on, ``run.wandb`` says so,
+      which is what makes :func:`~nemo_runspec.execution.build_env_vars` hand the job
+      ``WANDB_API_KEY`` through the secrets file (nothing else carries the key);
+    - for a Slurm profile with ``squash_dir``, the model-server / proxy / export
+      images become their ``.sqsh`` paths (:func:`submit_image_squashes` submits
+      the imports).
+    """
+    from omegaconf import OmegaConf
+
+    tasks, rest = parse_task_flags(list(job.passthrough))
+    values = _profile_values(job)
+    plans: list[tuple[EvaluatorImage, SquashPlan]] = []
+
+    def update(cfg: Any, *, run_wandb: bool) -> Any:
+        data = OmegaConf.to_container(cfg, resolve=False)
+        assert isinstance(data, dict)
+        if tasks:
+            data["tasks"] = [*[t for t in wanted_tasks(data) if t not in tasks], *tasks]
+        data = inject_wandb(data, job.sections.get("wandb"))
+        wandb = wandb_export(data)
+        if run_wandb and wandb is not None:
+            data["run"] = {**dict(data.get("run") or {}),
+                           "wandb": {"enabled": True, "project": wandb["project"], "entity": wandb["entity"]}}
+        if run_wandb:  # once, from the job config: the task selection is checked here too
+            config = evaluator_config(data, resolve_artifacts=False)
+            if values.get("squash_dir") and evaluation_backend(data) != "fallback":
+                plans.extend(plan_image_squash(collect_images(config, harness=None), values,
+                                               force=job.force_squash))
+        if plans:
+            data = apply_squashed(data, plans)
+        return OmegaConf.create(data)
+
+    job_config = update(job.job_config, run_wandb=True)
+    train_config = update(job.train_config, run_wandb=False)
+    new = dataclasses.replace(job, passthrough=tuple(rest), job_config=job_config, train_config=train_config)
+    return EvalJob(job=new, squash=tuple(plans))
+
+
+def submit_image_squashes(ev: EvalJob) -> list[str]:
+    """Submit the ``.sqsh`` import of each evaluator image whose file is not there yet
+    (or all with ``--force-squash``); returns the Slurm job ids the evaluation job must
+    wait for (``afterok``). Nothing happens for a dry run or a local job."""
+    job = ev.job
+    if job.dry_run or job.is_local or not ev.squash:
+        return []
+    from nemo_runspec.slurm.remote import Remote
+    from nemo_runspec.squash import ensure_squashed_image
+
+    shell = Remote.for_profile(_profile_values(job))
+    ids = []
+    for img, plan in ev.squash:
+        job_id = ensure_squashed_image(shell.run, plan, force=job.force_squash)
+        if job_id is not None:
+            print(f"squashing {img.image} -> {plan.path} in Slurm job {job_id} (log {plan.log_path})", flush=True)
+            ids.append(job_id)
+    return ids
+
+
+def show_evaluation(ev: EvalJob, *, console: Console | None = None) -> int:
+    """Print the evaluation part of a dry run: the exact ``eval.yaml`` the job hands
+    to the launcher (``${art:...}`` as written), W&B export, and the container images
+    with their ``.sqsh`` imports. Offline; returns 0."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    out = console or Console(highlight=False)
+    job = ev.job
+    script = job.script_config()
+    config = evaluator_config(script, resolve_artifacts=False)
+    defaults = script.get("launcher_defaults")
+    defaults = dict(defaults) if defaults is not None else {}
+    notes = ["${art:...} references are resolved when the job starts (see Artifacts above)"]
+    if launcher_available():
+        config = compose_with_launcher_defaults(config, defaults)
+        missing = missing_values(config)
+        if missing:
+            notes.append("still unset (the launcher requires them; set them in the env.toml profile "
+                         "or as overrides): " + ", ".join(missing))
+    elif defaults:
+        notes.append("merged over nemo-evaluator-launcher's packaged defaults ("
+                     + ", ".join(f"{k}: {v}" for k, v in defaults.items())
+                     + ") when the job starts; the launcher is not installed here")
+    out.print("[bold]Evaluation config[/bold] (eval.yaml: what nemo-evaluator-launcher receives)")
+    out.print(to_yaml(config), markup=False, highlight=False, soft_wrap=True, end="")
+    wandb = wandb_export(config)
+    if wandb is not None:
+        notes.append(f"W&B export: entity {wandb['entity']}, project {wandb['project']}; the API key "
+                     f"reaches the job only as ${WANDB_KEY_VAR} (secrets file on Slurm)")
+    else:
+        notes.append("W&B export: off (no export.wandb project/entity; env.toml [wandb] fills them)")
+    for note in notes:
+        out.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
+    images = collect_images(config)
+    table = Table(title="Container images (started by the launcher)", title_justify="left", expand=False)
+    table.add_column("role", style="bold")
+    table.add_column("image", overflow="fold")
+    table.add_column("set by", style="dim", overflow="fold")
+    by_path = {plan.path: (img, plan) for img, plan in ev.squash}
+    for img in images:
+        shown = img.image or "(the launcher's task registry; not installed here)"
+        if img.image in by_path:
+            shown = f"{by_path[img.image][0].image} -> {img.image}"
+        table.add_row(Text(img.role), Text(shown), Text(img.where or "-"))
+    if not images:
+        table.add_row("-", "-", "-")
+    out.print(table)
+    for img, plan in ev.squash:
+        out.print(Text(f"squash script for {img.image}", style="bold")
+                  + Text(f" (runs first unless {plan.path} exists)"))
+        out.print(plan.script, markup=False, highlight=False, soft_wrap=True, end="")
+    return 0

@@ -1,0 +1,264 @@
+"""Recorded jobs, asked about again: their Slurm state, their logs, cancelling them.
+
+What ``nemotron jobs`` does with a :class:`~nemo_runspec.slurm.ledger.Submission`:
+reach its cluster the way it was submitted (:func:`remote_for`: here, or over
+the SSH tunnel of its profile), ask Slurm about many jobs in one command per
+cluster (:func:`query_states`: ``sacct`` when it answers, ``squeue`` for what
+sacct does not know or when there is no accounting), read or follow its log
+(:func:`follow_log`) and ``scancel`` it (:func:`cancel_jobs`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import ExecutionError
+from nemo_runspec.slurm.queue import TERMINAL_STATES, exit_code_from_sacct
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.ledger import Submission
+    from nemo_runspec.slurm.remote import Remote
+
+#: Every state ``sacct``/``squeue`` report (long names), for ``--state`` checks.
+SLURM_STATES = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
+    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+    "RESIZING", "REVOKED", "RUNNING", "SIGNALING", "SPECIAL_EXIT", "STAGE_OUT", "STOPPED",
+    "SUSPENDED", "TIMEOUT",
+)
+#: squeue's short codes for the common states.
+SHORT_STATES = {
+    "PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CF": "CONFIGURING", "CD": "COMPLETED",
+    "F": "FAILED", "CA": "CANCELLED", "TO": "TIMEOUT", "OOM": "OUT_OF_MEMORY", "NF": "NODE_FAIL",
+    "PR": "PREEMPTED", "S": "SUSPENDED", "BF": "BOOT_FAIL", "DL": "DEADLINE",
+}
+#: Not Slurm's: a job Slurm cannot tell about (left the queue, no accounting), a
+#: pipe stage that was skipped, a cluster that could not be reached.
+UNKNOWN, SKIPPED, UNREACHABLE = "UNKNOWN", "SKIPPED", "UNREACHABLE"
+_CHUNK = 100
+
+
+@dataclass
+class JobState:
+    """What Slurm says of one job. ``exit_code`` is process-style (``N``, or
+    ``128+signal``; never 0 unless COMPLETED), set once sacct has the final state."""
+
+    job_id: str
+    state: str = UNKNOWN
+    reason: str = ""
+    nodes: str = ""
+    exit_code: int | None = None
+    #: sacct's ``ExitCode`` (``N:S``)
+    raw_exit: str = ""
+    start: str = ""
+    end: str = ""
+    #: ``sacct``, ``squeue`` or ``""`` (Slurm knows nothing of the job)
+    source: str = ""
+    note: str = ""
+    #: whether sacct answered at all (False: no accounting on that cluster)
+    accounting: bool = True
+
+    @property
+    def finished(self) -> bool:
+        """True once the job will not change any more."""
+        return self.state in TERMINAL_STATES
+
+
+def remote_for(sub: Submission) -> Remote:
+    """Where ``sub`` runs, reached from here as it was at submission (an SSH tunnel is
+    probed first, so a wrong key or a host that is down is one clear error)."""
+    from nemo_runspec.slurm.remote import Remote
+
+    values = sub.tunnel_values()
+    remote = Remote.for_profile(values)
+    if values.get("tunnel") == "ssh":
+        from nemo_runspec.execution.tunnels import probe_tunnel
+        from nemo_runspec.run import quiet_nemo_run
+
+        probe_tunnel(values)
+        with quiet_nemo_run():  # nemo-run would announce the connection on stdout
+            remote.tunnel.connect()
+    return remote
+
+
+def tunnel_key(sub: Submission) -> tuple[Any, ...]:
+    """Jobs with the same key are reached through the same connection."""
+    if sub.tunnel != "ssh":
+        return ("local",)
+    return ("ssh", sub.profile if not sub.ssh else None, sub.env_file if not sub.ssh else None,
+            *(str(sub.ssh.get(k) or "") for k in ("host", "user", "port", "identity")))
+
+
+def describe_tunnel(sub: Submission) -> str:
+    """``local`` or ``ssh user@host:port``."""
+    if sub.tunnel != "ssh":
+        return "local"
+    ssh = sub.ssh
+    if not ssh.get("host"):
+        return f"ssh (profile {sub.profile})"
+    user = f"{ssh['user']}@" if ssh.get("user") else ""
+    port = f":{ssh['port']}" if ssh.get("port") else ""
+    return f"ssh {user}{ssh['host']}{port}"
+
+
+def close(remote: Remote) -> None:
+    """Close the remote's SSH connection, if one was opened."""
+    tunnel = getattr(remote, "_tunnel", None)
+    if tunnel is not None:
+        with contextlib.suppress(Exception):
+            tunnel.cleanup()
+
+
+def _chunks(ids: Sequence[str]) -> Iterable[list[str]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield list(ids[i:i + _CHUNK])
+
+
+def _sacct(remote: Remote, ids: list[str]) -> dict[str, JobState] | None:
+    """sacct's records of ``ids``; None when sacct does not answer (not installed,
+    no accounting storage)."""
+    rc, out, _ = remote.run(f"sacct -n -P -X -j {','.join(ids)} "
+                            "-o JobID,State,ExitCode,Reason,NodeList,Start,End")
+    if rc != 0:
+        return None
+    found: dict[str, JobState] = {}
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) < 7 or parts[0] not in ids:
+            continue
+        state = (parts[1].split() or [UNKNOWN])[0]
+        st = JobState(parts[0], state=state, raw_exit=parts[2], reason=_clean(parts[3]),
+                      nodes=_clean(parts[4]), start=_clean(parts[5]), end=_clean(parts[6]), source="sacct")
+        if st.finished:
+            st.exit_code = exit_code_from_sacct(state, parts[2])
+        found[parts[0]] = st
+    return found
+
+
+def _clean(value: str) -> str:
+    value = value.strip()
+    return "" if value in ("None", "None assigned", "(null)", "Unknown", "N/A") else value
+
+
+def _squeue(remote: Remote, ids: list[str]) -> dict[str, JobState]:
+    """squeue's view of the ``ids`` still in the queue."""
+    rc, out, _ = remote.run(f"squeue -h -j {','.join(ids)} -o '%i|%T|%r|%N'")
+    if rc != 0 and len(ids) > 1:
+        # squeue refuses the whole list when one id has left the queue long ago
+        found: dict[str, JobState] = {}
+        for job_id in ids:
+            found.update(_squeue(remote, [job_id]))
+        return found
+    found = {}
+    for line in out.splitlines() if rc == 0 else []:
+        parts = line.strip().split("|")
+        if len(parts) < 4 or parts[0] not in ids:
+            continue
+        found[parts[0]] = JobState(parts[0], state=parts[1].strip(), reason=_clean(parts[2]),
+                                   nodes=_clean(parts[3]), source="squeue")
+    return found
+
+
+def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) -> dict[str, JobState]:
+    """The state of each of ``job_ids`` on one cluster: one ``sacct`` (per hundred ids),
+    then ``squeue`` for the jobs sacct does not know (a new job accounting has not
+    seen yet, or no accounting at all); with ``live``, squeue also for unfinished
+    jobs (its pending reason and node list are current). A job neither knows is
+    :data:`UNKNOWN`, with a note saying why."""
+    ids = list(dict.fromkeys(str(j) for j in job_ids))
+    states: dict[str, JobState] = {}
+    sacct_works = True
+    for chunk in _chunks(ids):
+        got = _sacct(remote, chunk)
+        if got is None:
+            sacct_works = False
+            break
+        states.update(got)
+    ask = [j for j in ids if j not in states or (live and not states[j].finished)]
+    for chunk in _chunks(ask):
+        for job_id, st in _squeue(remote, chunk).items():
+            old = states.get(job_id)
+            if old is not None and st.state in TERMINAL_STATES | {"COMPLETING"}:
+                old.reason, old.nodes = st.reason or old.reason, st.nodes or old.nodes
+                continue
+            if old is not None:  # squeue is current: keep sacct's times
+                st.start, st.end, st.raw_exit = old.start, old.end, old.raw_exit
+            states[job_id] = st
+    for job_id in ids:
+        if job_id not in states:
+            note = ("not in the queue, and sacct does not know it yet" if sacct_works
+                    else "not in the queue any more, and there is no sacct (Slurm accounting) to say how it ended")
+            states[job_id] = JobState(job_id, note=note)
+        states[job_id].accounting = sacct_works
+    return states
+
+
+def path_exists(remote: Remote, path: str) -> bool:
+    """True when ``path`` exists where the job runs."""
+    if remote.local:
+        return os.path.exists(path)
+    rc, _, _ = remote.run(f"test -e {shlex.quote(path)}")
+    return rc == 0
+
+
+def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], None], *,
+               poll: float = 1.0, on_state: Callable[[JobState], None] | None = None,
+               settle: int = 30) -> JobState:
+    """Copy the log at ``path`` to ``write`` as it grows until job ``job_id`` has ended;
+    return its final state (``exit_code`` set when sacct says how it ended: it is
+    asked up to ``settle`` times, a second apart, since accounting may lag).
+    ``on_state`` sees each new queue state (PENDING with its reason, RUNNING...)."""
+    from nemo_runspec.slurm.queue import squeue_state
+
+    offset = 0
+    last: tuple[str, str] | None = None
+
+    def pump() -> None:
+        nonlocal offset
+        data = remote.read_from(path, offset)
+        if data:
+            offset += len(data)
+            write(data)
+
+    while True:
+        q = squeue_state(remote, job_id)
+        if q is None:
+            break
+        if on_state is not None and (q[0], q[1]) != last:
+            on_state(JobState(job_id, state=q[0], reason=_clean(q[1]), nodes=_clean(q[2]), source="squeue"))
+        last = (q[0], q[1])
+        pump()
+        if q[0] in TERMINAL_STATES:
+            break
+        time.sleep(poll)
+    final = query_states(remote, [job_id])[job_id]
+    tries = 1
+    while final.accounting and not final.finished and tries < settle:
+        pump()
+        time.sleep(1)
+        final = query_states(remote, [job_id])[job_id]
+        tries += 1
+    pump()
+    return final
+
+
+def cancel_jobs(remote: Remote, subs: Sequence[Submission]) -> None:
+    """``scancel`` the jobs (one command), then delete the secrets files that jobs which
+    never started leave in their job dirs. Raises :class:`ExecutionError` with
+    scancel's message when it fails."""
+    if not subs:
+        return
+    ids = [s.job_id for s in subs]
+    rc, out, err = remote.run("scancel " + " ".join(shlex.quote(i) for i in ids))
+    if rc != 0:
+        msg = " ".join((err or out).split()) or f"scancel exited {rc}"
+        raise ExecutionError(f"could not cancel job(s) {', '.join(ids)}: {msg}")
+    paths = [s.secrets_path for s in subs if s.job_dir]
+    if paths:
+        remote.run("rm -f " + " ".join(shlex.quote(p) for p in paths))

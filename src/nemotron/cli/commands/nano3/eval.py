@@ -1,0 +1,68 @@
+"""`nemotron nano3 eval` (also `nemotron nano3 model eval`): the forkable evaluation command.
+
+It reads like pretrain.py, with one more step: the compiled job is made an
+evaluation job (``nemo_runspec.evaluator.prepare_eval_job``: ``--task`` flags,
+env.toml ``[wandb]`` into the evaluator config, the container images and their
+squash plans). Everything past the FORK POINT is what to replace to launch
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from nemo_runspec import evaluator, execution, packaging, slurm
+from nemo_runspec import parse as parse_runspec
+from nemo_runspec.cli.display import show_dry_run
+from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.job import compile_job
+from nemotron.recipes import RECIPES_DIR
+
+SPEC = parse_runspec(RECIPES_DIR / "nano3/eval/eval.py")
+
+
+def show(ev: evaluator.EvalJob, slurm_job: slurm.PreparedJob | None = None) -> int:
+    """The dry run: the compiled job and its script, then the exact evaluation config
+    the job will use (NeMo Evaluator's eval.yaml with its images, or the CPU fallback's)."""
+    from nemotron.training.evaluate import show_plan
+
+    show_dry_run(ev.job, slurm_job)
+    return show_plan(ev)
+
+
+def eval(ctx: typer.Context) -> int:
+    """Evaluate a model with NeMo Evaluator (the tiny CPU models: -c tiny).
+
+    The default config hands the RL model (run.model) to nemo-evaluator-launcher,
+    which serves it with vLLM and runs the benchmarks (mmlu, gsm8k, ...) as its
+    own Slurm jobs; scores go to its output dir and, with env.toml [wandb]
+    project/entity, to W&B. -c tiny evaluates the tiny CPU chain's model here, for
+    real: held-out perplexity and exact-match accuracy (docs/evaluation.md).
+    Select tasks with --task NAME (repeatable) or tasks=[a,b].
+
+    Examples:
+        nemotron nano3 eval -c tiny
+        nemotron nano3 eval -c tiny --task heldout_perplexity run.model=nano3-pretrain-model-tiny:latest
+        nemotron nano3 eval --dry-run --task mmlu --task gsm8k
+        nemotron nano3 eval --run dev run.model=nano3-sft-model:v2
+    Consumes:
+        model: the checkpoint to evaluate (run.model, default the RL stage's)
+        data: tiny only: pretrain data (held-out perplexity) and RL data (answers)
+    Produces:
+        eval: results.json with the scores (publish.name: nano3-eval, nano3-eval-tiny)
+    """
+    return evaluate_job(parse_recipe_config(ctx))
+
+
+def evaluate_job(cfg: RecipeConfig) -> int:
+    """Compile, then run here, show, or submit one evaluation (also `nemotron evaluate`)."""
+    ev = evaluator.prepare_eval_job(compile_job(SPEC, cfg))  # + tasks, W&B, images
+    job = ev.job
+    if job.is_local:  # no profile, or executor = "local": eval.py runs here
+        return show(ev) if job.dry_run else execution.run_local(job)
+    # FORK POINT: the lines below send the job to Slurm through nemo-run (after the
+    # evaluator images' .sqsh imports, when the profile has squash_dir); replace them
+    # to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
+    waits_for = evaluator.submit_image_squashes(ev)  # [] for a dry run
+    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job), dependencies=waits_for or None)
+    return show(ev, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode

@@ -1,0 +1,1 @@
+"""`nemotron nano3 model`: model commands (``import``: register an existing checkpoint)."""

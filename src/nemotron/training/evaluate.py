@@ -1,0 +1,571 @@
+"""The evaluation job of the ``nano3/eval`` recipe: NeMo Evaluator, or the CPU fallback.
+
+``recipes/nano3/eval/eval.py`` runs :func:`main` as ``python eval.py --config
+<train.yaml> [key=value ...] [--task NAME ...]``. Which backend evaluates is
+:func:`nemo_runspec.evaluator.evaluation_backend` of the config, then what is
+importable here:
+
+- **NeMo Evaluator** (``nemo_evaluator_launcher``): the config minus our keys,
+  over the launcher's packaged defaults, is written to ``<job dir>/eval.yaml`` and
+  handed to the launcher's ``run_eval``, which deploys the checkpoint and runs the
+  benchmark containers where ``execution`` says (its own Slurm jobs, or Docker
+  here). The job records the invocation; scores arrive in the launcher's output
+  dir (and W&B), not in this process.
+- **CPU fallback** (plain PyTorch, the tiny GPT checkpoints ``step_<N>.pt`` of
+  the fallback trainer): really evaluates, here, the two tasks of
+  ``evaluation.tasks`` it knows:
+
+  * ``heldout_perplexity``: mean next-token cross-entropy (nats/token) and its
+    ``exp`` over every token of a split of the pretrain data prep's
+    ``blend.json`` (default ``test``): each dataset's token stream is cut into
+    windows of the model's context, stride = context, so every token but the
+    first of each stream is predicted exactly once, with as much context as the
+    window gives it.
+  * ``answer_exact_match``: for each record of a split of the RL data prep
+    (default ``validation``), the model sees ``prompt + "\\n"`` (the RL fallback's
+    format) and greedy-decodes up to ``max_new_tokens`` tokens; ``exact_match`` is
+    the share whose decoded text equals the answer after stripping. Teacher-forced
+    ``answer_loss`` and ``answer_token_accuracy`` on the answer tokens (and EOS)
+    come with it, so two runs can be told apart even when neither gets an answer
+    exactly right.
+
+Either way the job writes ``results.json`` into the job dir, publishes it as
+``publish.name`` (metadata: the metrics and the model it evaluated), and its last
+line is ``eval: <metric>=<value> ...``. Errors are one ``error: ...`` line (exit 2
+for config/data problems, 1 for failures while evaluating, 3 when no backend can
+run here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+
+NATIVE_MODULE = "nemo_evaluator_launcher"
+#: Where the checkpoint to evaluate is named, for either backend.
+MODEL_KEY = "deployment.checkpoint_path"
+RESULTS = "results.json"
+#: The tasks the CPU fallback can run, with their defaults.
+FALLBACK_TASKS: dict[str, dict[str, Any]] = {
+    "heldout_perplexity": {"split": "test", "data_key": "fallback.data_path"},
+    "answer_exact_match": {"split": "validation", "data_key": "fallback.task_data_path",
+                           "max_new_tokens": 16, "samples": None},
+}
+EXIT_BACKEND_MISSING = 3
+_NAME = "nano3/eval"
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# --------------------------------------------------------------------------- config
+
+
+def parse_args(argv: list[str] | None) -> tuple[str, list[str], list[str]]:
+    """``(config path, key=value overrides, selected tasks)`` of the script's command line."""
+    from nemo_runspec.evaluator import parse_task_flags
+
+    parser = argparse.ArgumentParser(description="Evaluate a model (NeMo Evaluator or the CPU fallback).")
+    parser.add_argument("--config", required=True, help="eval config YAML written by the CLI")
+    args, extra = parser.parse_known_args(argv)
+    tasks, rest = parse_task_flags(extra)
+    unknown = [e for e in rest if not ("=" in e and not e.startswith("-"))]
+    if unknown:
+        raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
+                          hint="eval.py takes --config PATH, key=value overrides and --task NAME")
+    return args.config, rest, tasks
+
+
+def load_config(path: str, overrides: list[str], tasks: list[str]) -> Any:
+    """The recipe config (``defaults:`` chain merged, overrides applied), with ``tasks``
+    extended by the ``--task`` flags."""
+    from omegaconf import OmegaConf
+
+    from nemo_runspec.config import load_config_file
+    from nemo_runspec.evaluator import wanted_tasks
+
+    cfg = load_config_file(path, overrides)
+    if tasks:
+        OmegaConf.set_struct(cfg, False)
+        current = wanted_tasks(OmegaConf.to_container(cfg, resolve=False))
+        cfg.tasks = [*[t for t in current if t not in tasks], *tasks]
+    return cfg
+
+
+def choose_backend(cfg: Any) -> str:
+    """``"native"``, ``"torch"`` or ``"missing"``: the config's wish
+    (:func:`~nemo_runspec.evaluator.evaluation_backend`) and what imports here."""
+    from nemo_runspec.evaluator import evaluation_backend
+
+    from .entry import importable, native_usable
+
+    wish = evaluation_backend(cfg)
+    if wish == "fallback":
+        return "torch" if importable("torch") else "missing"
+    if native_usable(NATIVE_MODULE):
+        return "native"
+    if wish == "auto" and importable("torch"):
+        return "torch"
+    return "missing"
+
+
+def _raw(cfg: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(data, dict)
+    return data
+
+
+def _get(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def model_ref(cfg: Any) -> str:
+    """What is evaluated, for the record: ``name:vN`` of the model artifact when
+    :data:`MODEL_KEY` is ``${art:KEY,path}``, else the path as given."""
+    import re
+
+    from omegaconf import OmegaConf
+
+    from nemo_runspec.config.resolvers import register_resolvers
+
+    raw = _raw(cfg)
+    value = str(_get(raw, MODEL_KEY) or "")
+    m = re.fullmatch(r"\$\{art:\s*([^,}\s]+)\s*(?:,\s*path\s*)?\}(.*)", value)
+    if not m:
+        return value
+    register_resolvers()
+    sub = OmegaConf.create({"run": raw.get("run") or {}, "ref": f"${{art:{m.group(1)},ref}}"})
+    return str(sub.ref) + m.group(2)
+
+
+def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
+    """What the CPU fallback evaluates (written as ``eval.yaml``): the model, the
+    tokenizer and the selected tasks with their data and settings. With
+    ``resolve=False`` the values stay as written (``${art:...}``): the dry run."""
+    from nemo_runspec.evaluator import select_tasks, wanted_tasks
+
+    from .entry import resolve_path_key
+
+    raw = _raw(cfg)
+    fb = dict(raw.get("fallback") or {})
+    listed = list(_get(raw, "evaluation.tasks") or [])
+    tasks = select_tasks(listed, wanted_tasks(raw))
+    if not tasks:
+        raise ConfigError("no evaluation tasks", key="evaluation.tasks",
+                          hint="list heldout_perplexity and/or answer_exact_match")
+
+    def value(dotted: str) -> Any:
+        if _get(raw, dotted) in (None, ""):
+            raise ConfigError(f"{dotted} is not set", key=dotted)
+        return resolve_path_key(cfg, dotted) if resolve else _get(raw, dotted)
+
+    plan_tasks = []
+    for task in tasks:
+        spec = dict(task) if isinstance(task, dict) else {"name": str(task)}
+        name = str(spec.get("name"))
+        if name not in FALLBACK_TASKS:
+            raise ConfigError(f"the CPU fallback has no task {name!r}", key="evaluation.tasks",
+                              hint="it runs " + ", ".join(FALLBACK_TASKS) + "; benchmarks need NeMo Evaluator")
+        defaults = FALLBACK_TASKS[name]
+        entry = {"name": name, "data": value(defaults["data_key"])}
+        entry.update({k: v for k, v in defaults.items() if k != "data_key"})
+        entry.update({k: v for k, v in spec.items() if k != "name"})
+        plan_tasks.append(entry)
+    tokenizer = fb.get("tokenizer")
+    if resolve and tokenizer and str(tokenizer).startswith("pkg:"):
+        from nemotron.data_prep.paths import resolve_pkg
+
+        tokenizer = resolve_pkg(str(tokenizer))
+    return {
+        "backend": "torch-fallback",
+        "model": {"path": value(MODEL_KEY), "ref": model_ref(cfg) if resolve else _get(raw, "run.model")},
+        "tokenizer": tokenizer,
+        "device": fb.get("device") or "auto",
+        "batch_size": int(fb.get("batch_size") or 16),
+        "tasks": plan_tasks,
+    }
+
+
+# --------------------------------------------------------------------------- the CPU fallback
+
+
+def is_fallback_checkpoint(path: str) -> bool:
+    """True for a ``step_<N>.pt`` file of the fallback trainer or a dir holding one."""
+    from .checkpoint import latest_checkpoint
+
+    p = Path(os.path.expanduser(path))
+    if p.is_file():
+        return p.suffix == ".pt" and p.name.startswith("step_")
+    return p.is_dir() and latest_checkpoint(p) is not None
+
+
+def load_model(path: str, device: Any) -> tuple[Any, dict[str, Any]]:
+    """The tiny GPT of the newest ``step_<N>.pt`` in ``path`` (or the file itself), in eval mode."""
+    import torch
+
+    from .checkpoint import latest_checkpoint, load_checkpoint
+    from .tiny_gpt import GPTConfig, TinyGPT
+
+    p = Path(path)
+    if p.is_dir():
+        found = latest_checkpoint(p)
+        if found is None:
+            raise ConfigError(f"no CPU-fallback checkpoint (step_*.pt) in {p}", key=MODEL_KEY,
+                              hint="the fallback evaluates checkpoints of the tiny CPU chain; "
+                                   "evaluate other models with NeMo Evaluator (the default config)")
+        p = found
+    elif not p.is_file():
+        raise ConfigError(f"model checkpoint {p} not found", key=MODEL_KEY)
+    state = load_checkpoint(p)
+    shape = state.get("model_config") if isinstance(state, dict) else None
+    if not isinstance(shape, dict) or "model" not in state:
+        raise ConfigError(f"{p} is not a CPU-fallback checkpoint (no model_config)", key=MODEL_KEY)
+    model = TinyGPT(GPTConfig(**shape))
+    with torch.no_grad():
+        model.load_state_dict(state["model"])
+    model.to(device).eval()
+    info = {"checkpoint": str(p), "step": int(state.get("step", 0)), "stage": state.get("task"),
+            "model_config": shape}
+    return model, info
+
+
+def heldout_perplexity(model: Any, data_path: str, *, split: str = "test", batch_size: int = 16,
+                       **_: Any) -> dict[str, Any]:
+    """Next-token loss over every token of ``split`` of the pretrain data at ``data_path``."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from .data import IndexedBin, load_blend
+
+    blend = load_blend(data_path)
+    entries = blend.get(split) or []
+    if not entries:
+        raise ConfigError(f"blend.json under {data_path} has no {split!r} split (it has "
+                          + ", ".join(k for k, v in blend.items() if v) + ")",
+                          key="evaluation.tasks", hint="pick another split: split=valid")
+    ctx = int(model.cfg.seq_length)
+    vocab = int(model.cfg.vocab_size)
+    device = next(model.parameters()).device
+    windows: dict[int, list[np.ndarray]] = {}
+    for _, prefix in entries:
+        tokens = IndexedBin(prefix).tokens
+        if tokens.size and int(tokens.max()) >= vocab:
+            raise ConfigError(f"{prefix} has token id {int(tokens.max())}, beyond the model's vocabulary "
+                              f"of {vocab}", key="fallback.data_path",
+                              hint="evaluate on data tokenized with the model's tokenizer")
+        for start in range(0, max(0, tokens.size - 1), ctx):
+            w = np.asarray(tokens[start:start + ctx + 1], dtype=np.int64)
+            if w.size >= 2:
+                windows.setdefault(w.size, []).append(w)
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for size in sorted(windows):
+            group = windows[size]
+            for i in range(0, len(group), batch_size):
+                batch = torch.as_tensor(np.stack(group[i:i + batch_size]), device=device)
+                logits = model(batch[:, :-1])
+                ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch[:, 1:].reshape(-1),
+                                     reduction="sum")
+                total += float(ce)
+                count += int(batch[:, 1:].numel())
+    if not count:
+        raise ConfigError(f"the {split!r} split under {data_path} holds no tokens to predict",
+                          key="evaluation.tasks")
+    loss = total / count
+    return {"split": split, "data": str(data_path), "datasets": len(entries), "tokens": count,
+            "loss": loss, "perplexity": math.exp(loss)}
+
+
+def answer_exact_match(model: Any, data_path: str, *, tokenizer: str | None, split: str = "validation",
+                       max_new_tokens: int = 16, samples: int | None = None, **_: Any) -> dict[str, Any]:
+    """Greedy answers to the prompts of ``split`` of the RL data at ``data_path``, scored by exact match."""
+    import torch
+    import torch.nn.functional as F
+
+    from nemotron.data_prep.tokenizer import load_tokenizer
+
+    from .data import load_rl_split
+
+    if not tokenizer:
+        raise ConfigError("answer_exact_match needs a tokenizer", key="fallback.tokenizer",
+                          hint="a dir with tokenizer.json, e.g. pkg:nemotron/recipes/nano3/sample_data/tokenizer")
+    info = load_tokenizer(str(tokenizer))
+    tok = info.load()
+    eos = info.eod_id()
+    vocab = int(model.cfg.vocab_size)
+    if info.vocab_size > vocab:
+        raise ConfigError(f"tokenizer {tokenizer} has {info.vocab_size} tokens, the model {vocab}",
+                          key="fallback.tokenizer", hint="use the tokenizer the model was trained with")
+    records = load_rl_split(data_path, split)
+    if samples:
+        records = records[: int(samples)]
+    if not records:
+        raise ConfigError(f"no prompt/answer records in {data_path}/{split}.jsonl", key="fallback.task_data_path")
+    ctx = int(model.cfg.seq_length)
+    device = next(model.parameters()).device
+    correct, answer_ce, answer_hits, answer_tokens = 0, 0.0, 0, 0
+    with torch.no_grad():
+        for rec in records:
+            prompt = tok.encode(str(rec["prompt"]) + "\n", add_special_tokens=False).ids
+            answer = [*tok.encode(str(rec["answer"]), add_special_tokens=False).ids, eos]
+            out = model.generate(torch.tensor([prompt[-(ctx - 1):]], device=device), int(max_new_tokens),
+                                 stop_id=eos)
+            correct += tok.decode(out).strip() == str(rec["answer"]).strip()
+            ids = (prompt + answer)[-(ctx + 1):]
+            n_ans = min(len(answer), len(ids) - 1)
+            seq = torch.tensor([ids], device=device)
+            logits = model(seq[:, :-1])[0, -n_ans:]
+            target = seq[0, -n_ans:]
+            answer_ce += float(F.cross_entropy(logits.float(), target, reduction="sum"))
+            answer_hits += int((logits.argmax(-1) == target).sum())
+            answer_tokens += n_ans
+    n = len(records)
+    return {"split": split, "data": str(data_path), "samples": n, "correct": correct,
+            "exact_match": correct / n, "answer_loss": answer_ce / answer_tokens,
+            "answer_token_accuracy": answer_hits / answer_tokens, "max_new_tokens": int(max_new_tokens)}
+
+
+TASK_FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
+    "heldout_perplexity": heldout_perplexity,
+    "answer_exact_match": answer_exact_match,
+}
+#: The flat metric names of each task (in results.json ``metrics`` and the summary line).
+METRICS = {
+    "heldout_perplexity": {"perplexity": "perplexity", "heldout_loss": "loss"},
+    "answer_exact_match": {"exact_match": "exact_match", "answer_token_accuracy": "answer_token_accuracy",
+                           "answer_loss": "answer_loss"},
+}
+
+
+def _device(name: str) -> Any:
+    import torch
+
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ConfigError("fallback.device is cuda but no GPU is visible", key="fallback.device")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate ``plan`` (:func:`fallback_plan`, resolved); returns the results record."""
+    t0 = time.perf_counter()
+    model, info = load_model(plan["model"]["path"], _device(str(plan["device"])))
+    shape = info["model_config"]
+    _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "
+         f"{info['step']}; tiny GPT {shape['n_layer']}x{shape['d_model']}, vocab {shape['vocab_size']}, "
+         f"context {shape['seq_length']})")
+    tasks: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    for task in plan["tasks"]:
+        name = task["name"]
+        opts = {k: v for k, v in task.items() if k not in ("name", "data")}
+        if name == "answer_exact_match":
+            opts["tokenizer"] = plan.get("tokenizer")
+        start = time.perf_counter()
+        result = TASK_FUNCTIONS[name](model, task["data"], batch_size=plan["batch_size"], **opts)
+        result["seconds"] = time.perf_counter() - start
+        tasks[name] = result
+        for flat, key in METRICS[name].items():
+            metrics[flat] = result[key]
+        _say(f"[eval] {name}: done in {result['seconds']:.1f} s")
+    return {"backend": "torch-fallback", "model": {**plan["model"], **{k: v for k, v in info.items()}},
+            "tasks": tasks, "metrics": metrics, "seconds": time.perf_counter() - t0}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+    return str(value)
+
+
+def print_table(results: dict[str, Any]) -> None:
+    """The results as a small aligned table, one row per task metric."""
+    rows = [("task", "metric", "value")]
+    for name, res in results.get("tasks", {}).items():
+        for flat, key in METRICS.get(name, {}).items():
+            extra = f"  ({res['correct']}/{res['samples']})" if flat == "exact_match" else ""
+            rows.append((name, flat, _fmt(res[key]) + extra))
+        size = f"{res['tokens']} tokens" if "tokens" in res else f"{res.get('samples')} samples"
+        rows.append((name, "evaluated", f"{size} of {res['split']}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for r in rows:
+        _say(f"  {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+
+
+def summary_line(results: dict[str, Any]) -> str:
+    """``eval: <metric>=<value> ... model=<ref>``: the job's last line."""
+    parts = [f"{k}={_fmt(v)}" for k, v in results.get("metrics", {}).items()]
+    if results.get("invocation_id"):
+        parts.append(f"invocation={results['invocation_id']}")
+        parts.append("tasks=" + ",".join(results.get("task_names") or []))
+    model = results.get("model") or {}
+    parts.append(f"model={model.get('ref') or model.get('path')}")
+    return "eval: " + " ".join(parts)
+
+
+# --------------------------------------------------------------------------- NeMo Evaluator
+
+
+def run_native(cfg: Any, job_dir: Path) -> dict[str, Any]:
+    """Hand the evaluation config to ``nemo_evaluator_launcher`` (written first as
+    ``eval.yaml``); returns the results record (the launcher's invocation)."""
+    from omegaconf import OmegaConf
+
+    from nemo_runspec import evaluator
+
+    config = evaluator.evaluator_config(cfg)
+    defaults = cfg.get("launcher_defaults")
+    config = evaluator.compose_with_launcher_defaults(config, dict(defaults) if defaults is not None else {})
+    path = evaluator.save_eval_config(config, job_dir)
+    _say(f"[eval] evaluation config: {path}")
+    missing = evaluator.missing_values(config)
+    if missing:
+        raise ConfigError("the evaluation config leaves required values unset: " + ", ".join(missing),
+                          key=missing[0], hint="set them in the env.toml profile (host, account, "
+                                               "remote_job_dir) or as overrides (execution.hostname=...)")
+    if evaluator.wandb_export(config) is not None and not os.environ.get(evaluator.WANDB_KEY_VAR):
+        raise ConfigError(f"W&B export is on but ${evaluator.WANDB_KEY_VAR} is not set in the job",
+                          key="export.wandb", hint=f"export {evaluator.WANDB_KEY_VAR} where you run nemotron "
+                                                   "(Slurm jobs get it through the secrets file), "
+                                                   "or drop the export: ~export.wandb")
+    from nemo_evaluator_launcher.api.functional import run_eval
+
+    names = [str(t.get("name")) for t in (config.get("evaluation") or {}).get("tasks") or []]
+    invocation = run_eval(OmegaConf.create(config), dry_run=False)
+    if not invocation:
+        raise ExecutionError("nemo-evaluator-launcher returned no invocation id")
+    _say(f"[eval] submitted NeMo Evaluator invocation {invocation}: {', '.join(names)}; "
+         f"follow it with `nemo-evaluator-launcher status {invocation}`")
+    return {"backend": "nemo-evaluator", "invocation_id": str(invocation), "task_names": names,
+            "output_dir": _get(config, "execution.output_dir"), "model": {"ref": model_ref(cfg),
+            "path": _get(config, MODEL_KEY)}, "metrics": {}, "eval_config": str(path),
+            "wandb": evaluator.wandb_export(config)}
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def publish_results(cfg: Any, results_path: Path, results: dict[str, Any], config_path: str) -> None:
+    """Publish ``results.json`` as the artifact ``publish.name`` (metadata: the metrics and the model)."""
+    name = (cfg.get("publish") or {}).get("name")
+    if not name:
+        return
+    from nemo_runspec.artifacts.registry import get_registry
+
+    registry = get_registry()
+    model = results.get("model") or {}
+    meta = {"kind": "eval", "backend": results["backend"], "metrics": results.get("metrics") or {},
+            "model": model.get("ref") or model.get("path"), "model_path": model.get("path"),
+            "model_step": model.get("step"), "tasks": list(results.get("tasks") or results.get("task_names") or []),
+            "config": str(config_path)}
+    if results.get("invocation_id"):
+        meta["invocation_id"] = results["invocation_id"]
+    art = registry.publish(str(name), results_path, metadata=meta)
+    _say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
+
+
+def main(argv: list[str] | None = None, *, script: str | None = None) -> int:
+    """Entry point of ``recipes/nano3/eval/eval.py``; returns the exit code."""
+    from nemo_runspec import evaluator
+
+    from .entry import job_dir
+
+    debug = os.environ.get("NEMOTRON_DEBUG") == "1"
+    try:
+        config_path, overrides, tasks = parse_args(argv)
+        cfg = load_config(config_path, overrides, tasks)
+        backend = choose_backend(cfg)
+        if backend == "missing":
+            image = None
+            if script:
+                from nemo_runspec import parse
+
+                image = parse(script).image
+            wish = evaluator.evaluation_backend(cfg)
+            what = "torch (the CPU fallback)" if wish == "fallback" else "nemo-evaluator-launcher"
+            print(f"{_NAME}: {what} is not installed here; install it (pip install 'nemotron[eval]' for "
+                  f"NeMo Evaluator) or run in the recipe's image ({image}); the tiny CPU models: -c tiny",
+                  file=sys.stderr)
+            return EXIT_BACKEND_MISSING
+        out_dir = job_dir()
+        if backend == "native":
+            _say("[eval] backend: NeMo Evaluator (nemo-evaluator-launcher)")
+            results = run_native(cfg, out_dir)
+        else:
+            why = ("chosen by the config" if evaluator.evaluation_backend(cfg) == "fallback"
+                   else "nemo-evaluator-launcher is not installed")
+            _say(f"[eval] backend: CPU fallback (tiny GPT in plain PyTorch), not NeMo Evaluator: {why}")
+            plan = fallback_plan(cfg)
+            path = evaluator.save_eval_config(plan, out_dir)
+            _say(f"[eval] evaluation config: {path}")
+            results = run_fallback(plan)
+            results["eval_config"] = str(path)
+            print_table(results)
+        results_path = out_dir / RESULTS
+        from nemo_runspec.config.jobdir import atomic_write_text
+
+        atomic_write_text(results_path, json.dumps(results, indent=2, default=str) + "\n")
+        _say(f"[eval] results: {results_path}")
+        publish_results(cfg, results_path, results, config_path)
+        _say(summary_line(results))
+        return 0
+    except NemoRunspecError as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, ExecutionError) else 2
+    except (FloatingPointError, RuntimeError, OSError, ValueError) as exc:
+        if debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"error: {_NAME} evaluation failed: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{_NAME}: interrupted", file=sys.stderr)
+        return 130
+
+
+# --------------------------------------------------------------------------- dry run
+
+
+def show_plan(ev: Any, *, console: Any = None) -> int:
+    """The evaluation part of a dry run of ``nano3/eval``: the config of the backend
+    the job will use (NeMo Evaluator's ``eval.yaml`` with its images, or the CPU
+    fallback's plan), offline. Returns 0."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from nemo_runspec import evaluator
+
+    out = console or Console(highlight=False)
+    script = ev.job.script_config()
+    wish = evaluator.evaluation_backend(script)
+    if wish == "nemo-evaluator":
+        return evaluator.show_evaluation(ev, console=out)
+    plan = fallback_plan(script, resolve=False)
+    if wish == "auto":
+        out.print(Text("note: backend auto: NeMo Evaluator when nemo-evaluator-launcher imports in the job, "
+                       "else this CPU-fallback plan", style="dim"), soft_wrap=True)
+    out.print("[bold]Evaluation config[/bold] (eval.yaml: what the CPU fallback evaluates)")
+    out.print(evaluator.to_yaml(plan), markup=False, highlight=False, soft_wrap=True, end="")
+    out.print(Text("note: ${art:...} references are resolved when the job starts (see Artifacts above); "
+                   "no container is started", style="dim"), soft_wrap=True)
+    return 0

@@ -1,0 +1,277 @@
+"""Files written for the reference system, through the real `nemotron` CLI.
+
+Users bring env.toml files and recipe configs written for the reference (upstream Nemotron):
+each documented env.toml form goes through `nemotron env check/show` and a `--dry-run`; a
+recipe config in the reference's nano3 layout (`run.env.container`, `${run.wandb.*}`,
+`recipe._target_` + `per_split_data_args_path`, `/nemo_run/...` paths) goes through
+`--dry-run` in every mode with the same meaning, and through a real local run on the CPU
+fallback. Bad input is one line, exit 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.nemo_runspec.env.reference_examples import EXAMPLES, TOKEN
+
+ROOT = Path(__file__).resolve().parents[3]
+NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
+
+
+@pytest.fixture()
+def sandbox(tmp_path: Path):
+    """Empty HOME, NEMOTRON_HOME, cwd, TMPDIR and registry; `sbatch` on PATH only records that it ran."""
+    dirs = {n: tmp_path / n for n in ("home", "nhome", "cwd", "tmp", "bin")}
+    for d in dirs.values():
+        d.mkdir()
+    marker = tmp_path / "sbatch-ran"
+    sbatch = dirs["bin"] / "sbatch"
+    sbatch.write_text(f"#!/bin/sh\ntouch {marker}\necho 'sbatch: error: not in these tests' >&2\nexit 1\n")
+    sbatch.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEMOTRON_", "WANDB_"))}
+    env.update(HOME=str(dirs["home"]), NEMOTRON_HOME=str(dirs["nhome"]), TMPDIR=str(dirs["tmp"]),
+               COLUMNS="200", NEMORUN_HOME=str(dirs["nhome"] / "nemorun"),
+               NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "registry"),
+               PATH=f"{dirs['bin']}:{env.get('PATH', '')}")
+    return {**dirs, "env": env, "marker": marker, "registry": tmp_path / "registry"}
+
+
+def nemotron(sandbox, *args, timeout=180):
+    return subprocess.run([str(NEMOTRON), *args], cwd=sandbox["cwd"], env=sandbox["env"],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def section(output: str, start: str, end: str | None = None) -> dict:
+    body = output[output.index(start):].split("\n", 1)[1]
+    ends = [body.index(m) for m in ((end,) if end else ("Artifacts (", "sbatch script", "Local command"))
+            if m in body]
+    return yaml.safe_load(body[: min(ends)] if ends else body)
+
+
+def sbatch_lines(output: str) -> list[str]:
+    return [ln.strip() for ln in output.splitlines() if ln.strip().startswith("#SBATCH")]
+
+
+def one_error_line(proc) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- env.toml examples
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_reference_env_example_checks_shows_and_dry_runs(sandbox, name):
+    text, expected = EXAMPLES[name]
+    (sandbox["cwd"] / "env.toml").write_text(textwrap.dedent(text))
+    check = nemotron(sandbox, "env", "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    profiles = [ln.split("]")[0].removeprefix("ok [") for ln in check.stdout.splitlines() if ln.startswith("ok [")]
+    assert set(expected) <= set(profiles)
+    for i, profile in enumerate(p for p in profiles if p not in ("wandb", "artifacts", "cache", "cli")):
+        show = nemotron(sandbox, "env", "show", profile, "--json")
+        assert show.returncode == 0, show.stderr
+        shown = json.loads(show.stdout)
+        for key, value in expected.get(profile, {}).items():
+            want = {k: ("***REDACTED***" if k == "HF_TOKEN" else v) for k, v in value.items()} \
+                if isinstance(value, dict) else value
+            assert shown["values"][key] == want, (profile, key)
+        mode = ("--run", "--batch")[i % 2]
+        dry = nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", mode, profile, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        job = section(dry.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+        values = shown["values"]
+        assert job["run"]["env"]["executor"] == "slurm"
+        flags = sbatch_lines(dry.stdout)
+        if values.get("account"):
+            assert f"#SBATCH --account={values['account']}" in flags
+        else:
+            assert not [f for f in flags if f.startswith(("#SBATCH --account", "#SBATCH -A"))], flags
+        if "nodes" in values:
+            assert f"#SBATCH --nodes={values['nodes']}" in flags
+        if "container_image" in values:
+            assert f"--container-image {values['container_image']}" in dry.stdout
+        assert TOKEN not in dry.stdout + dry.stderr + show.stdout + check.stdout
+    assert not sandbox["marker"].exists()
+
+
+def test_run_nodes_on_the_command_line_sets_the_job_nodes(sandbox):
+    text, _ = EXAMPLES["inheritance"]
+    (sandbox["cwd"] / "env.toml").write_text(textwrap.dedent(text))
+    dry = nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", "--run", "my-cluster", "--dry-run", "run.nodes=8")
+    assert dry.returncode == 0, dry.stderr
+    assert "#SBATCH --nodes=8" in sbatch_lines(dry.stdout)
+    job = section(dry.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+    assert job["run"]["env"]["nodes"] == 8 and job["run"]["env_sources"]["nodes"] == "command line"
+
+
+def test_env_vars_list_secret_stays_out_of_script_and_output(sandbox):
+    (sandbox["cwd"] / "env.toml").write_text(textwrap.dedent(f"""
+        [c]
+        executor = "slurm"
+        env_vars = ["GREETING=hello", "HF_TOKEN={TOKEN}"]
+    """))
+    dry = nemotron(sandbox, "kit", "preflight", "--batch", "c", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert TOKEN not in dry.stdout + dry.stderr
+    script = dry.stdout[dry.stdout.index("#!/bin/bash"):]
+    assert "GREETING=hello" in script and "HF_TOKEN" not in script.replace(".nemotron-secrets.env", "")
+    assert ".nemotron-secrets.env" in script  # the secret comes from the 0600 file
+
+
+def test_profile_dry_run_true_is_a_dry_run(sandbox):
+    (sandbox["cwd"] / "env.toml").write_text('[c]\nexecutor = "slurm"\ndry_run = true\n')
+    proc = nemotron(sandbox, "kit", "preflight", "--run", "c")
+    assert proc.returncode == 0, proc.stderr
+    assert "Dry run" in proc.stdout and "#SBATCH" in proc.stdout
+    assert "dry_run = true" in proc.stderr
+    assert not sandbox["marker"].exists()
+    assert not (sandbox["nhome"] / "jobs").exists() or not list((sandbox["nhome"] / "jobs").rglob("*.sh"))
+
+
+def test_profile_detach_true_makes_run_a_batch(sandbox):
+    (sandbox["cwd"] / "env.toml").write_text(
+        '[c]\nexecutor = "slurm"\npartition = "p"\nbatch_partition = "back"\ndetach = true\n')
+    proc = nemotron(sandbox, "kit", "preflight", "--run", "c", "-d")
+    assert proc.returncode == 0, proc.stderr
+    job = section(proc.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+    assert job["run"]["mode"] == "batch"
+    assert "#SBATCH --partition=back" in sbatch_lines(proc.stdout)
+    assert "detach = true" in proc.stderr
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(("body", "needle", "says"), [
+    ('env_vars = ["A=1", "NOEQUALS"]', "env_vars", "NAME=value"),
+    ('executor = "docker"', "executor", 'executor = "slurm"'),
+    ('subpath = "src"', "subpath", "did you mean 'packager_subpath'"),
+])
+def test_bad_reference_forms_are_one_line_errors(sandbox, body, needle, says):
+    path = sandbox["cwd"] / "env.toml"
+    path.write_text(f'[c]\ndescription = "x"\n{body}\n')
+    for args in (("env", "check"), ("env", "show", "c"), ("nano3", "pretrain", "-c", "tiny", "--run", "c", "-d")):
+        line = one_error_line(nemotron(sandbox, *args))
+        assert line.startswith(f"error: {path}:3:") or line.startswith("error: env.toml:3:"), line
+        assert says in line
+
+
+def test_run_typo_is_one_line_with_did_you_mean(sandbox):
+    line = one_error_line(nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", "-d", "run.nodez=8"))
+    assert "run.nodez" in line and "did you mean 'run.nodes'?" in line
+
+
+# --------------------------------------------------------------------------- upstream recipe config
+
+UPSTREAM_TINY = """
+# Written the way the reference's nano3 pretrain configs are.
+run:
+  data: nano3-pretrain-data-tiny:latest
+  env:
+    container: nvcr.io/nvidia/nemo:25.11.nemotron_3_nano
+
+recipe:
+  _target_: megatron.bridge.recipes.qwen.qwen3.qwen3_8b_pretrain_config
+  per_split_data_args_path: ${art:data,path}/blend.json
+
+train:
+  train_iters: 1700
+  global_batch_size: 32
+
+scheduler:
+  lr_warmup_iters: 32
+
+model:
+  hidden_size: 64   # no meaning here: a warning, not a crash
+
+logger:
+  log_interval: 10
+  wandb_project: ${run.wandb.project}   # from env.toml [wandb]
+  wandb_entity: ${run.wandb.entity}
+
+checkpoint:
+  save: /nemo_run/nano3-pretrain-model-tiny
+  save_interval: 20
+"""
+
+ENV_WITH_WANDB = """
+[wandb]
+project = "ref-project"
+entity = "ref-team"
+
+[cluster]
+executor = "slurm"
+account = "acct"
+partition = "gpu"
+gpus_per_node = 0
+"""
+
+
+def test_upstream_config_dry_runs_with_the_same_meaning_in_every_mode(sandbox):
+    (sandbox["cwd"] / "upstream.yaml").write_text(UPSTREAM_TINY)
+    (sandbox["cwd"] / "env.toml").write_text(ENV_WITH_WANDB)
+    seen = {}
+    for mode in ((), ("--run", "cluster"), ("--batch", "cluster")):
+        proc = nemotron(sandbox, "nano3", "pretrain", "-c", "upstream.yaml", "--dry-run", *mode)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        job = section(proc.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+        train = section(proc.stdout, "Train config (train.yaml")
+        assert job["run"]["env"]["container_image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
+        assert job["run"]["wandb"]["project"] == "ref-project" and job["run"]["wandb"]["entity"] == "ref-team"
+        assert train["logger"]["wandb_project"] == "${run.wandb.project}"
+        assert train["run"]["wandb"]["project"] == "ref-project"  # so the script resolves it
+        assert train["recipe"]["per_split_data_args_path"] == "${art:data,path}/blend.json"
+        seen[mode[:1] or ("local",)] = {k: v for k, v in train.items() if k != "run"}
+        if mode:
+            assert "--container-image nvcr.io/nvidia/nemo:25.11.nemotron_3_nano" in proc.stdout
+    first, *rest = seen.values()
+    assert all(other == first for other in rest)
+
+
+def _tiny_pretrain_data(registry: Path, work: Path) -> None:
+    """A real (tiny) pretrain data-prep output, published as the tiny config's data artifact."""
+    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemotron.data_prep.pretrain import run_pretrain
+    from nemotron.data_prep.tokenizer import train_tokenizer
+
+    rng = random.Random(7)
+    words = "alpha beta gamma delta river stone cloud paper light north".split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 30))) + "." for _ in range(300)]
+    tok = train_tokenizer(texts, work / "tok", vocab_size=300)
+    (work / "pt.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    run_pretrain({"tokenizer": {"path": str(tok)}, "num_shards": 2, "workers": 0,
+                  "input": {"paths": [str(work / "pt.jsonl")]}, "output_dir": str(work / "pt"),
+                  "split": "90,10,0"})
+    ArtifactRegistry(registry).publish("nano3-pretrain-data-tiny", work / "pt")
+
+
+def test_upstream_config_real_local_run_on_the_cpu_fallback(sandbox, tmp_path):
+    pytest.importorskip("torch")
+    _tiny_pretrain_data(sandbox["registry"], tmp_path)
+    (sandbox["cwd"] / "upstream.yaml").write_text(UPSTREAM_TINY)
+    (sandbox["cwd"] / "env.toml").write_text(ENV_WITH_WANDB)
+    proc = nemotron(sandbox, "nano3", "pretrain", "-c", "upstream.yaml",
+                    "+fallback.max_steps=3", "+fallback.log_interval=1", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"final loss [\d.]+ \| steps 3 ", proc.stdout), proc.stdout[-2000:]
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert any("'model.hidden_size' means nothing to nano3/pretrain" in w for w in warnings), proc.stderr
+    assert not any("'recipe.per_split_data_args_path'" in w or "'logger." in w for w in warnings)
+    # /nemo_run/... is the job dir (no /nemo_run here), as nemo-run's mount makes it in a container
+    ckpts = list((sandbox["nhome"] / "jobs").rglob("nano3-pretrain-model-tiny/step_*.pt"))
+    assert ckpts, sorted(str(p) for p in (sandbox["nhome"] / "jobs").rglob("*"))[:50]
+    assert not Path("/nemo_run/nano3-pretrain-model-tiny").exists()
