@@ -246,3 +246,30 @@ def test_env_file_given_to_nemotron_picks_the_registry(data, tmp_path, monkeypat
                           env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (root / "nano3-rl-data" / "v1.json").is_file()
+
+
+def test_sft_import_publishes_the_packed_specs_the_sft_config_reads(data, tmp_path):
+    """An imported SFT dir carries Megatron-Bridge's PackedSequenceSpecs like a data-prep
+    output does; without its packed/*.npy files it is refused before anything is registered."""
+    from omegaconf import OmegaConf
+
+    from nemo_runspec.config.resolvers import register_resolvers
+
+    assert invoke("sft", data["sft"]).exit_code == 0
+    art = get_registry().resolve("nano3-sft-data:latest")
+    specs = art.metadata["packed_sequence_specs"]
+    assert specs["packed_sequence_size"] == 128
+    for key in ("packed_train_data_path", "packed_val_data_path", "packed_metadata_path"):
+        assert (Path(art.path) / specs[key]).is_file(), key
+    # the native SFT config resolves against the import exactly as against a data prep
+    register_resolvers()
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[3] / "src/nemotron/recipes/nano3/stage1_sft/config/default.yaml")
+    cfg.run.data = "nano3-sft-data:latest"
+    assert Path(cfg.data.packed_sequence_specs.packed_train_data_path) == Path(art.path) / "packed" / "train.npy"
+
+    broken = copy_of(data["sft"], tmp_path / "no-packed")
+    shutil.rmtree(broken / "packed")
+    res = invoke("sft", broken, "--name", "broken-sft")
+    assert res.exit_code != 0 and "packed/train.npy" in res.output and "data prep sft" in res.output
+    with pytest.raises(Exception):  # noqa: B017 - nothing registered
+        get_registry().resolve("broken-sft:latest")

@@ -200,7 +200,36 @@ def check_sft(root: Path) -> dict[str, Any]:
     if not counts.get("train"):
         raise _bad("missing train/shard_*.parquet (no training packs)", root,
                    hint="expected <PATH>/train/shard_00000.parquet ...")
-    return {"packs": counts, "pack_size": _source_metadata(root).get("pack_size")}
+    pack_size = _source_metadata(root).get("pack_size")
+    return {"packs": counts, "pack_size": pack_size, **check_sft_packed(root, pack_size)}
+
+
+def check_sft_packed(root: Path, pack_size: Any) -> dict[str, Any]:
+    """The Megatron-Bridge files SFT training reads (packed/*.npy and the packing metadata):
+    present and well-formed; returns the ``packed_sequence_specs`` the SFT config maps."""
+    from nemotron.data_prep.sft import (
+        PACKED_DIR,
+        PACKED_FILES,
+        PACKING_METADATA,
+        packed_sequence_specs,
+    )
+
+    for split in ("train", "valid"):
+        f = root / PACKED_DIR / PACKED_FILES[split]
+        if not f.is_file():
+            raise _bad(f"missing {PACKED_DIR}/{PACKED_FILES[split]} (Megatron-Bridge's packed SFT file)", root,
+                       hint="rerun `nemotron nano3 data prep sft` into this directory: it resumes and writes them")
+        with open(f, "rb") as fh:
+            if fh.read(6) != b"\x93NUMPY":
+                raise _bad("not a .npy file", f)
+    meta = root / PACKED_DIR / PACKING_METADATA
+    packing = _read_json(meta) if meta.is_file() else None
+    if not isinstance(packing, list) or not packing:
+        raise _bad(f"missing or empty {PACKED_DIR}/{PACKING_METADATA}", root,
+                   hint="rerun `nemotron nano3 data prep sft` into this directory")
+    if not isinstance(pack_size, int) or pack_size < 1:
+        raise _bad("metadata.json has no pack_size", root / "metadata.json")
+    return {"packed_sequence_specs": packed_sequence_specs(pack_size)}
 
 
 def check_rl(root: Path) -> dict[str, Any]:
