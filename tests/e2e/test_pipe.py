@@ -72,6 +72,13 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
     ids = job_ids(proc.stdout)
     assert list(ids) == STAGES
     pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    assert f"nemotron jobs logs -f {pipe_id}" in proc.stdout
+    # the one command that follows the chain: every stage's log, live, in order
+    follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
+    assert follow.returncode == 0, follow.stderr[-3000:]
+    headers = re.findall(r"^== (\S+) \(job (\d+)\)", follow.stderr, re.M)
+    assert headers == [(s, ids[s]) for s in STAGES], follow.stderr[-3000:]
+    assert re.search(r"^eval: .*perplexity=", follow.stdout, re.M)
     results = {stage: slurm_cluster.wait(ids[stage], timeout=600) for stage in STAGES}
     assert {s: r.state for s, r in results.items()} == dict.fromkeys(STAGES, "COMPLETED")
 

@@ -416,8 +416,8 @@ def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:
 @app.command("logs", cls=PlainParamsCommand)
 @_one_line_errors
 def logs(
-    ref: Annotated[str, typer.Argument(metavar="ID|NAME", show_default=False,
-                                       help="A job id or a job or recipe name.")],
+    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE", show_default=False,
+                                       help="A job id, a job or recipe name, or a pipe id.")],
     follow: Annotated[bool, typer.Option("-f", "--follow",
                                          help="Keep printing as the log grows until the job ends; "
                                               "exit with the job's exit code.")] = False,
@@ -426,6 +426,9 @@ def logs(
                                                   "errors) instead of the job's output.")] = False,
 ) -> None:
     """Print a job's log (the script's output); -f follows it until the job ends.
+
+    For a pipe id, each stage's log in stage order; -f follows the whole chain stage
+    by stage and exits with the first failing stage's exit code.
 
     Examples:
         nemotron jobs logs 168
@@ -439,8 +442,7 @@ def logs(
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
     if isinstance(found, Pipe):
-        stages = ", ".join(f"{st.name} {st.job_id}" for st in found.stages if st.job_id)
-        raise CLIUsageError(f"{ref!r} is a pipe; its logs are per job", hint=f"give one of its jobs: {stages}")
+        raise typer.Exit(_pipe_logs(found, subs, follow=follow, sbatch_log=sbatch_log))
     path = (found.sbatch_log_path if sbatch_log else found.log_path) or found.log_path
     if not path:
         raise CLIUsageError(f"job {found.job_id} has no log path recorded")
@@ -449,6 +451,34 @@ def logs(
         raise typer.Exit(_follow(remote, found, path) if follow else _print_log(remote, found, path))
     finally:
         sj.close(remote)
+
+
+def _pipe_logs(pipe: Any, subs: list[Submission], *, follow: bool, sbatch_log: bool) -> int:
+    """Each submitted stage's log in stage order; with ``follow`` each stage is followed
+    until it ends, and the first failing stage's exit code ends it (the stages after it
+    are cancelled by Slurm: --kill-on-invalid-dep)."""
+    from nemo_runspec.slurm import jobs as sj
+
+    for stage in pipe.stages:
+        sub = pipe.stage_submission(stage, subs)
+        if sub is None:
+            typer.echo(f"== {stage.name}: skipped", err=True)
+            continue
+        path = (sub.sbatch_log_path if sbatch_log else sub.log_path) or sub.log_path or stage.log_path
+        typer.echo(f"== {stage.name} (job {sub.job_id})", err=True)
+        if not path:
+            typer.echo(f"job {sub.job_id} has no log path recorded", err=True)
+            continue
+        remote = sj.remote_for(sub)
+        try:
+            code = _follow(remote, sub, path) if follow else _print_log(remote, sub, path)
+        finally:
+            sj.close(remote)
+        if code != 0:
+            if follow:
+                typer.echo(f"pipe {pipe.id}: stage {stage.name} failed (exit {code})", err=True)
+            return code
+    return 0
 
 
 def _write(data: bytes) -> None:

@@ -97,5 +97,5 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # 
     print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
     if all(p.job.attached for p in plans):  # --run, unless the profile says detach = true
         return pipeline.follow_submission(sub)
-    print(f"follow it with: nemotron jobs status {sub.pipe_id}")
+    print(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id})")
     return 0
