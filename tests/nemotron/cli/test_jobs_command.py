@@ -228,8 +228,8 @@ def test_scancel_failure_is_one_line_exit_1(slurm):
 
 def test_pipe_is_listed_together_and_status_cancel_act_on_its_stages(slurm):
     record("900", "kit/preflight", 1)
-    record("901", "nano3/pretrain", 2, pipe="nano3-pipe-a")
-    record("902", "nano3/sft", 3)  # recorded without its pipe id (the pipe record names it)
+    pre = record("901", "nano3/pretrain", 2, pipe="nano3-pipe-a")
+    sft = record("902", "nano3/sft", 3)  # recorded without its pipe id (the pipe record names it)
     record("903", "nano3/other", 4)
     job_dir = slurm.home / "jobs" / "remote" / "rl"
     pipe_record(slurm.home, "nano3-pipe-a", [
@@ -267,8 +267,15 @@ def test_pipe_is_listed_together_and_status_cancel_act_on_its_stages(slurm):
     assert [c for c in slurm.calls() if c.startswith("scancel")] == ["scancel 902 904"]
     assert slurm.read("901")["state"] == "COMPLETED" and slurm.read("904")["state"] == "CANCELLED"
 
+    # a pipe's logs: each submitted stage's log in stage order, skipped stages named
+    for job_id, log in (("901", pre.log_path), ("902", sft.log_path), ("904", str(job_dir / "log.out"))):
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text(f"log of {job_id}\n")
     proc = jobs(slurm, "logs", "nano3-pipe-a")
-    assert proc.returncode == 2 and "is a pipe" in proc.stderr and "rl 904" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "log of 901\nlog of 902\nlog of 904\n"
+    headers = [ln for ln in proc.stderr.splitlines() if ln.startswith("== ")]
+    assert headers == ["== prep: skipped", "== pretrain (job 901)", "== sft (job 902)", "== rl (job 904)"]
 
 
 def test_jobs_help_and_local_listing_stay_light(slurm, tmp_path):
