@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.errors import ExecutionError
+from nemo_runspec.errors import ConfigError, ExecutionError
 
 from .common import remove_stale
 from .report import write_json
@@ -148,6 +148,45 @@ class Progress:
             self._bar.stop()
 
 
+#: Below this much input (bytes), a local run without ``workers`` runs in this process:
+#: starting Ray costs ~5 s here, about what one core needs to tokenize 20 MB
+#: (bench/bench_tokenize.py). ``$NEMOTRON_DATA_PREP_IN_PROCESS_BYTES`` changes it (0: always Ray).
+IN_PROCESS_BYTES = 16 * 1024 * 1024
+
+
+def input_bytes(shards: list[Shard]) -> int:
+    """Bytes of the distinct input files the shards read."""
+    files = {seg.url: seg.size for shard in shards for seg in shard.segments}
+    return sum(int(size or 0) for size in files.values())
+
+
+def choose_in_process(shards: list[Shard], workers: int | None) -> bool:
+    """Run without Ray? ``workers=0`` always; never inside a Ray cluster (``$RAY_ADDRESS``,
+    as in a Slurm Ray job, or Ray already started by this process); otherwise when the
+    input is below :data:`IN_PROCESS_BYTES`, whatever ``workers`` says (starting Ray
+    would cost more than the work). The output is the same bytes either way."""
+    if workers == 0:
+        return True
+    if os.environ.get("RAY_ADDRESS") or _ray_running():
+        return False
+    return input_bytes(shards) < _limit()
+
+
+def _limit() -> int:
+    value = os.environ.get("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", "").strip()
+    if not value:
+        return IN_PROCESS_BYTES
+    try:
+        return max(0, int(value))
+    except ValueError:
+        raise ConfigError(f"NEMOTRON_DATA_PREP_IN_PROCESS_BYTES must be a number of bytes, got {value!r}") from None
+
+
+def _ray_running() -> bool:
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and getattr(ray, "is_initialized", lambda: False)())
+
+
 def run_shards(
     fn: ShardFn,
     shards: list[Shard],
@@ -161,9 +200,10 @@ def run_shards(
 ) -> list[dict]:
     """Run ``fn`` over ``shards`` (resuming finished ones) and return results in shard order.
 
-    ``workers=0`` runs in this process without Ray (debugging); otherwise each shard
-    is a ``ray.remote`` task and at most ``workers`` run at once (default: all CPUs
-    of the Ray cluster). ``on_shard_done(shard, result)`` is called in the driver
+    In this process without Ray when :func:`choose_in_process` says so (``workers=0``,
+    or a small local input with ``workers`` unset); otherwise each shard is a
+    ``ray.remote`` task and at most ``workers`` run at once (default: all CPUs of
+    the Ray cluster). ``on_shard_done(shard, result)`` is called in the driver
     after each shard finishes, in completion order.
     """
     out = str(out_dir)
@@ -181,8 +221,13 @@ def run_shards(
             todo.append((s, fps[s.index]))
     if len(todo) < len(shards):
         print(f"[{label}] resuming: {len(shards) - len(todo)} of {len(shards)} shards already done", file=progress.stream, flush=True)
+    in_process = choose_in_process(shards, workers)
+    if in_process and workers != 0 and todo:
+        print(f"[{label}] {input_bytes(shards) / 1e6:.2f} MB of input: running in this process, without Ray "
+              f"(below NEMOTRON_DATA_PREP_IN_PROCESS_BYTES={_limit()}; 0 always starts Ray)",
+              file=progress.stream, flush=True)
     try:
-        if workers == 0:
+        if in_process:
             for s, fp in todo:
                 results[s.index] = run_shard(fn, s, params, out, fp)
                 progress.update(results[s.index])

@@ -126,6 +126,47 @@ def test_output_identical_for_1_and_2_workers(tmp_path, tok_dir, ray_cluster):
     assert h1 == h2
 
 
+def test_small_input_runs_in_process_with_the_same_bytes_as_ray(tmp_path, tok_dir, ray_cluster, monkeypatch, capsys):
+    """Below NEMOTRON_DATA_PREP_IN_PROCESS_BYTES a local run skips Ray (even with workers
+    set); the output is the bytes Ray's workers write."""
+    import ray
+
+    from nemotron.data_prep import runner
+
+    corpus = tmp_path / "c.jsonl"
+    write_corpus(corpus, make_docs(400, seed=3))
+    out = tmp_path / "out"
+    run_pretrain(cfg_for(corpus, tok_dir, out, workers=2, num_shards=5))  # Ray (already running here)
+    assert "running in this process" not in capsys.readouterr().out
+    with_ray = tree_hashes(out)
+    ray.shutdown()
+    try:
+        import shutil
+
+        shutil.rmtree(out)
+        run_pretrain(cfg_for(corpus, tok_dir, out, workers=2, num_shards=5))
+        assert "running in this process, without Ray" in capsys.readouterr().out
+        assert not ray.is_initialized()
+        assert tree_hashes(out) == with_ray and len(with_ray) > 10
+        size = corpus.stat().st_size
+        monkeypatch.setenv("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", str(size))  # not below: Ray
+        assert not runner.choose_in_process(runner_shards(corpus), None)
+        monkeypatch.setenv("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", str(size + 1))
+        assert runner.choose_in_process(runner_shards(corpus), 4)
+        monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")  # inside a Ray job: always Ray
+        assert not runner.choose_in_process(runner_shards(corpus), None)
+        assert runner.choose_in_process(runner_shards(corpus), 0)
+    finally:
+        ray.init(address="local", num_cpus=2, include_dashboard=False)  # the module fixture's instance
+
+
+def runner_shards(corpus: Path):
+    from nemotron.data_prep.sharding import plan_shards
+    from nemotron.data_prep.sources import scan_input
+
+    return plan_shards([scan_input(str(corpus), "jsonl")], 3, None)
+
+
 def test_interrupted_run_resumes_without_redoing_shards(tmp_path, tok_dir, ray_cluster):
     corpus = tmp_path / "c.jsonl"
     write_corpus(corpus, make_docs(300, seed=4))
