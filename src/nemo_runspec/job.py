@@ -8,7 +8,11 @@ the parsed command line:
    nearest one), its profile (``--run``/``--batch``) and its special sections;
 3. the job config (the train config plus a ``run:`` section) whose ``run.env``
    merges runspec < recipe YAML < profile < command line, with where each value
-   came from, and provenance (git commit, host, user, time).
+   came from, and provenance (git commit, host, user, time). ``dry_run = true``
+   there makes the job a dry run and ``detach = true`` turns ``--run`` into
+   ``--batch`` (:func:`nemo_runspec.config.job_config.effective_mode`), so
+   :attr:`CompiledJob.mode` and :attr:`CompiledJob.dry_run` may differ from the
+   command line's.
 
 A local run, the packager, the nemo-run executor, the dry-run display and the
 submission all read this object; none of them looks for env.toml again.
@@ -165,7 +169,7 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
         profile = load_env_profile(ctx.profile, env_file)
     sections = read_sections(env_file)
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
-                                  env_profile=profile, runspec=spec)
+                                  env_profile=profile, runspec=spec, wandb_section=sections.get("wandb"))
     run = job_config.run
     from nemo_runspec.config.job_config import extract_train_config, warn_credential_shaped
 
@@ -173,8 +177,8 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
     warn_credential_shaped(OmegaConf.to_container(extract_train_config(job_config), resolve=False))
     job = CompiledJob(
         runspec=spec,
-        mode=cfg.mode,
-        dry_run=cfg.dry_run,
+        mode=run.mode,  # the command line's, after detach/dry_run in the run environment
+        dry_run=bool(run.dry_run),
         passthrough=tuple(cfg.passthrough),
         env_file=env_file,
         profile=profile,

@@ -19,9 +19,8 @@ Launchers:
   nemo-run's ``SlurmExecutor``, each waiting for its producers with
   ``--dependency=afterok:<ids>`` and ``--kill-on-invalid-dep=yes`` (a failed
   stage's dependants are cancelled by Slurm, never left pending);
-- ``sbatch`` scripts: :func:`render_pipeline` gives each stage's exact sbatch
-  script (what ``--dry-run`` shows), with the producers' job ids as
-  placeholders; submitting them with ``sbatch --dependency`` is the same chain.
+- :func:`prepare_stages` alone gives each stage's exact sbatch script (what
+  ``--dry-run`` shows), with the producers' job ids as ``<stage>`` placeholders.
 
 Every Slurm pipeline is recorded in ``$NEMOTRON_HOME/pipes/<id>.json`` so it can
 be followed, inspected and cancelled later (``nemotron jobs ... PIPE_ID``).

@@ -239,6 +239,14 @@ def _refuse_near_global(word: str) -> None:
     if not word.startswith("--") or len(word) < 4:
         return
     name = word.split("=", 1)[0]
+    dotted = re.fullmatch(r"--(run|batch)\.([A-Za-z_][\w.]*)", name)
+    if dotted:  # the upstream CLI's `--run.nodes 8`: here an override, after the profile
+        key = dotted.group(2)
+        raise CLIUsageError(
+            f"unknown option {name!r}",
+            hint=f"set it with the override run.{key}=VALUE (the same as run.env.{key}=VALUE) "
+                 f"and choose the profile with --{dotted.group(1)} PROFILE",
+        )
     normalised = name.lower().replace("_", "-")
     candidates = [g for g in _GLOBAL_LONG if g not in ("--debug",)]
     prefix_of = [g for g in candidates if g.startswith(normalised) and len(normalised) >= 4]

@@ -24,7 +24,10 @@ Secrets stay in clear in the returned object (the executor needs them); only
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
+import re
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -86,15 +89,31 @@ def _merge_layer(
             _label_leaves(sources, v, path, label(path))
 
 
-def _cli_env_ops(overrides: list[str]) -> list[Any]:
-    """The overrides that touch ``run.env`` (parsed)."""
-    from nemo_runspec.config.overrides import parse_override
+def _cli_env_ops(overrides: list[str], run: Any = None) -> list[Any]:
+    """The overrides that touch ``run.env`` (parsed), in our spelling: ``run.nodes=8``
+    is ``run.env.nodes=8`` unless ``run`` (the config's run section) has ``nodes``,
+    ``run.env.container`` is ``run.env.container_image``, and an ``env_vars`` list
+    of ``NAME=value`` strings is a table (:mod:`nemo_runspec.env.reference`)."""
+    from nemo_runspec.config.overrides import canonical, parse_override
+    from nemo_runspec.env.reference import env_vars_table, normalize_layer
 
     ops = []
     for raw in overrides:
-        ov = parse_override(raw)
-        if ov.path[:2] == ("run", "env") or ov.path == ("run",):
-            ops.append(ov)
+        ov = canonical(parse_override(raw), run)
+        if not (ov.path[:2] == ("run", "env") or ov.path == ("run",)):
+            continue
+
+        def where(_keypath: tuple[str, ...], raw: str = raw) -> tuple[str | None, int | None]:
+            return f"override {raw!r}", None
+
+        value = ov.value
+        if ov.path[2:] == ("env_vars",) and isinstance(value, list):
+            value = env_vars_table(value, table="run.env", where=where)
+        elif ov.path == ("run", "env") and isinstance(value, dict):
+            value, _ = normalize_layer(value, table="run.env", where=where, notes=[])
+        elif ov.path == ("run",) and isinstance(value, dict) and isinstance(value.get("env"), dict):
+            value = {**value, "env": normalize_layer(value["env"], table="run.env", where=where, notes=[])[0]}
+        ops.append(ov if value is ov.value else dataclasses.replace(ov, value=value))
     return ops
 
 
@@ -168,6 +187,84 @@ def _profile_label(env_profile: Any) -> Callable[[str], str]:
     return label
 
 
+def _said(text: str) -> bool:
+    """True the first time ``text`` is passed (a pipeline compiles many jobs: say things once)."""
+    if text in _SAID:
+        return False
+    _SAID.add(text)
+    return True
+
+
+_SAID: set[str] = set()
+
+
+def _tell(kind: str, text: str) -> None:
+    if _said(f"{kind}: {text}"):
+        print(f"{kind}: {text}", file=sys.stderr)
+
+
+_RUN_WANDB_REF = re.compile(r"\$\{[^}]*\brun\.wandb\b")
+
+
+def _refers_to_run_wandb(obj: Any) -> bool:
+    if isinstance(obj, dict):
+        return any(_refers_to_run_wandb(v) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_refers_to_run_wandb(v) for v in obj)
+    return isinstance(obj, str) and bool(_RUN_WANDB_REF.search(obj))
+
+
+def _run_wandb(data: dict[str, Any], run: dict[str, Any], section: Mapping[str, Any] | None) -> None:
+    """Fill ``run.wandb`` from env.toml's ``[wandb]`` when the config uses it.
+
+    The reference's recipe configs say ``logger.wandb_project: ${run.wandb.project}``.
+    ``run.wandb`` is made (every ``[wandb]`` key, ``null`` when not set, so such a
+    reference resolves to null, i.e. no W&B, without a ``[wandb]`` section) only when
+    the config refers to ``${run.wandb...}`` or has a ``run.wandb`` of its own
+    (which wins key by key): a ``[wandb]`` section alone never turns W&B on.
+    """
+    own = run.get("wandb")
+    if own is None and not _refers_to_run_wandb(data):
+        return
+    if own is not None and not isinstance(own, dict):
+        return  # run.wandb: false and the like are the config's own business
+    from nemo_runspec.env.model import WandbSection
+
+    filled: dict[str, Any] = dict.fromkeys(WandbSection.model_fields)
+    filled.update({k: _plain(v) for k, v in dict(section or {}).items()})
+    filled.update(own or {})
+    run["wandb"] = filled
+
+
+def _yaml_where(train_config: DictConfig) -> Callable[[tuple[str, ...]], tuple[str | None, int | None]]:
+    from nemo_runspec.config.loader import config_info
+
+    info = config_info(train_config)
+    if info is None:
+        return lambda _keypath: ("recipe config", None)
+    return lambda keypath: (_show(info.env_files.get(keypath[0], info.path) if keypath else info.path), None)
+
+
+def effective_mode(mode: str, dry_run: bool, env: Mapping[str, Any],
+                   sources: Mapping[str, str]) -> tuple[str, bool]:
+    """``(mode, dry_run)`` of a job after the run environment's ``dry_run`` and ``detach``.
+
+    ``dry_run = true`` (env.toml profile, recipe YAML or ``run.env.dry_run=true``)
+    makes the command a dry run; ``detach = true`` makes ``--run`` submit detached,
+    as ``--batch`` does. ``false`` changes nothing: the command line's ``-d`` and
+    ``--batch`` still apply. Each change is said once on stderr, with where it came from.
+    """
+    if env.get("dry_run") is True and not dry_run:
+        dry_run = True
+        _tell("note", f"dry_run = true ({sources.get('dry_run', 'run.env')}): a dry run; "
+                      "nothing runs or is submitted")
+    if env.get("detach") is True and mode == "run":
+        mode = "batch"
+        _tell("note", f"detach = true ({sources.get('detach', 'run.env')}): --run submits detached, "
+                      "as --batch does")
+    return mode, dry_run
+
+
 def build_job_config(
     train_config: DictConfig,
     ctx: Any,
@@ -177,16 +274,26 @@ def build_job_config(
     *,
     env_profile: Any = None,
     runspec: Any = None,
+    wandb_section: Mapping[str, Any] | None = None,
 ) -> DictConfig:
     """Return ``train_config`` plus the ``run:`` section of a job (see module docstring).
 
     ``run`` keeps every key the recipe YAML had (``run.data`` ...) and adds
     ``mode, profile, dry_run, recipe{name, script}, env, env_sources,
-    cli{argv, config, overrides, passthrough}, provenance``. ``ctx`` is the
+    cli{argv, config, overrides, passthrough}, provenance``, and ``wandb`` (env.toml's
+    ``[wandb]``, passed as ``wandb_section``) when the config refers to
+    ``${run.wandb...}``. ``ctx`` is the
     :class:`~nemo_runspec.cli.context.GlobalContext` whose overrides were
-    already applied to ``train_config`` by ``parse_config``.
+    already applied to ``train_config`` by ``parse_config``. ``mode`` and
+    ``dry_run`` are the command line's, changed by ``detach``/``dry_run`` in the
+    run environment (:func:`effective_mode`). The reference system's forms
+    (``container``, ``env_vars`` lists, ``run.nodes=8``, a bare ``packager = "hybrid"``)
+    are read as ours (:mod:`nemo_runspec.env.reference`); what is worth a warning is
+    said once on stderr.
     """
     from nemo_runspec.config.loader import config_info
+    from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged, rename_in_error
+    from nemo_runspec.errors import EnvFileError
 
     data = OmegaConf.to_container(train_config, resolve=False)
     assert isinstance(data, dict)
@@ -198,6 +305,11 @@ def build_job_config(
     yaml_env = run.get("env") or {}
     if not isinstance(yaml_env, dict):
         raise ConfigError(f"'run.env' must be a mapping, not a {type(yaml_env).__name__}", key="run.env")
+    overrides = list(getattr(ctx, "overrides", None) or [])
+    cli_ops = _cli_env_ops(overrides, run)  # first: a bad value there is the override's, not the YAML's
+    notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
+    yaml_env, yaml_renamed = normalize_layer(yaml_env, table="run.env", where=_yaml_where(train_config),
+                                             notes=notes)
 
     script = Path(script_path).expanduser().resolve()
     env: dict[str, Any] = {}
@@ -218,20 +330,36 @@ def build_job_config(
         values = dict(getattr(env_profile, "values", None) or {})
         values.pop("extends", None)  # how the profile was assembled, not a setting
         _merge_layer(env, sources, values, _profile_label(env_profile))
-    overrides = list(getattr(ctx, "overrides", None) or [])
-    env = _apply_cli(env, sources, _cli_env_ops(overrides))
+    env = _apply_cli(env, sources, cli_ops)
     drop_shadowed_alias(env, sources, winner=CLI_LABEL)
+    kept = normalize_merged(env, table="run.env", notes=notes,
+                            where=lambda keypath: (sources.get(".".join(keypath)), None))
+    for key in set(env) - set(kept):
+        _drop_sources(sources, key)
+    env = kept
+    for note in notes:
+        if note.warn:
+            _tell("warning", str(note))
 
-    validate_run_env(env, sources)
+    try:
+        validate_run_env(env, sources)
+    except EnvFileError as exc:  # about run.env.container_image where the YAML wrote container
+        top = (exc.key or "").split(".", 1)[0]
+        if top in yaml_renamed and str(sources.get(top, "")).startswith("config "):
+            raise rename_in_error(exc, yaml_renamed) from None
+        raise
 
     info = config_info(train_config)
     profile = getattr(ctx, "profile", None)
     if profile is None and env_profile is not None:
         profile = getattr(env_profile, "name", None)
+    mode, dry_run = effective_mode(getattr(ctx, "mode", "local"), bool(getattr(ctx, "dry_run", False)),
+                                   env, sources)
+    _run_wandb(data, run, wandb_section)
     run.update(
-        mode=getattr(ctx, "mode", "local"),
+        mode=mode,
         profile=profile,
-        dry_run=bool(getattr(ctx, "dry_run", False)),
+        dry_run=dry_run,
         recipe={"name": recipe_name, "script": str(script)},
         env=env,
         env_sources=dict(sorted(sources.items())),

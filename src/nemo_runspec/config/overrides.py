@@ -18,11 +18,20 @@
   (``run.env.partition=batch`` works even if the YAML has no ``run.env``);
   unknown ones get a did-you-mean over the profile keys. Nested keys below a
   profile key (``run.env.env_vars.HF_HOME=/x``) are created as needed.
+  ``run.env.container`` is ``run.env.container_image`` (the reference's synonym).
+- ``run.KEY=v`` for a profile key ``KEY`` is ``run.env.KEY=v`` (the reference's
+  ``run.nodes=8``), unless the config's own ``run:`` has a ``KEY`` (``run.data``,
+  ``run.model`` stay what they are). Only plain sets and deletes are read so;
+  ``+run.KEY=v`` adds a key of that name under ``run``.
+- ``run.wandb.KEY=v`` for a key of env.toml's ``[wandb]`` (``project``, ``entity``,
+  ...) may be set without ``+``: ``run.wandb`` is filled from ``[wandb]`` (see
+  :func:`nemo_runspec.config.job_config.build_job_config`).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,6 +49,7 @@ Op = Literal["set", "add", "force", "delete"]
 _SEGMENT = re.compile(r"^[\w][\w\-]*$")
 _FORMS = "expected KEY=VALUE, +KEY=VALUE, ++KEY=VALUE or ~KEY"
 _ENV_PREFIX = ("run", "env")
+_WANDB_PREFIX = ("run", "wandb")
 _NULLS = {"null", "Null", "NULL", "~"}
 
 
@@ -282,9 +292,35 @@ def _profile_keys() -> frozenset[str] | None:
     """Known env.toml profile keys, or None while nemo_runspec.env is unavailable."""
     try:
         from nemo_runspec.env import PROFILE_KEYS
+        from nemo_runspec.env.reference import SYNONYMS
     except ImportError:
         return None
-    return frozenset(PROFILE_KEYS)
+    return frozenset(PROFILE_KEYS) | frozenset(SYNONYMS)
+
+
+def _wandb_keys() -> frozenset[str]:
+    """The keys of env.toml's ``[wandb]`` section (creatable under ``run.wandb``)."""
+    from nemo_runspec.env.model import WandbSection
+
+    return frozenset(WandbSection.model_fields)
+
+
+def canonical(ov: Override, run: Any) -> Override:
+    """``ov`` with the reference's spellings read as ours (see the module docstring):
+    ``run.KEY`` -> ``run.env.KEY`` for a profile key the config's ``run`` (``run``,
+    a mapping or None) does not have itself, and ``run.env.container`` ->
+    ``run.env.container_image``."""
+    from nemo_runspec.env.reference import SYNONYMS, shorthand_keys
+
+    path = ov.path
+    if (len(path) >= 2 and path[0] == "run" and path[1] != "env" and ov.op in ("set", "delete")
+            and not (isinstance(run, dict) and path[1] in run) and path[1] in shorthand_keys()):
+        path = ("run", "env", *path[1:])
+    if len(path) >= 3 and path[:2] == _ENV_PREFIX and path[2] in SYNONYMS:
+        path = (*path[:2], SYNONYMS[path[2]], *path[3:])
+    if path == ov.path:
+        return ov
+    return dataclasses.replace(ov, path=path, key=".".join(path))
 
 
 def _env_key(path: tuple[str, ...]) -> str | None:
@@ -333,9 +369,13 @@ def _not_container(ov: Override, depth: int, value: Any, where: str) -> ConfigEr
 
 
 def _apply_one(data: dict[str, Any], ov: Override, where: str, profile_keys: Callable[[], frozenset[str] | None]) -> None:
+    ov = canonical(ov, data.get("run"))
     env_key = _env_key(ov.path)
     env_ok = False
-    if env_key is not None and ov.op in ("set", "delete"):
+    if (len(ov.path) == 3 and ov.path[:2] == _WANDB_PREFIX and ov.op in ("set", "delete")
+            and ov.path[2] in _wandb_keys()):
+        env_ok = True  # run.wandb.project=x: run.wandb is filled from [wandb]
+    elif env_key is not None and ov.op in ("set", "delete"):
         keys = profile_keys()
         env_ok = keys is None or env_key in keys
         if not env_ok:
@@ -395,8 +435,27 @@ def _apply_one(data: dict[str, Any], ov: Override, where: str, profile_keys: Cal
     node[k] = copy.deepcopy(ov.value)
 
 
+def _env_vars_list_as_table(data: dict[str, Any], ov: Override) -> None:
+    """Before ``run.env.env_vars.NAME=v``: a ``run.env.env_vars`` written as the
+    reference's list of ``NAME=value`` strings becomes the table it means."""
+    ov = canonical(ov, data.get("run"))
+    if ov.path[:3] != (*_ENV_PREFIX, "env_vars") or len(ov.path) < 4:
+        return
+    env = (data.get("run") or {}).get("env")
+    if isinstance(env, dict) and isinstance(env.get("env_vars"), list):
+        from nemo_runspec.env.reference import env_vars_table
+
+        env["env_vars"] = env_vars_table(env["env_vars"], table="run.env",
+                                         where=lambda _k: ("recipe config", None))
+
+
 def _env_extra(ov: Override, depth: int, profile_keys: Callable[[], frozenset[str] | None]) -> list[str]:
-    """Profile keys as extra did-you-mean candidates when the miss is directly under run.env."""
+    """Profile keys as extra did-you-mean candidates when the miss is directly under
+    run.env, or directly under run (the ``run.nodes`` shorthand)."""
+    if depth == 1 and ov.path[0] == "run":
+        from nemo_runspec.env.reference import shorthand_keys
+
+        return sorted(shorthand_keys())
     if depth != 2 or ov.path[:2] != _ENV_PREFIX:
         return []
     return sorted(profile_keys() or ())
@@ -435,6 +494,7 @@ def apply_overrides(
         return cache["keys"]
 
     for ov in parsed:
+        _env_vars_list_as_table(data, ov)
         _apply_one(data, ov, where, profile_keys)
     try:
         return OmegaConf.create(data)

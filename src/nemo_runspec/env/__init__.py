@@ -18,6 +18,7 @@ module                 holds
 ``env.validation``     pydantic errors -> one-line :class:`EnvFileError`
 ``env.model``          the pydantic models (the single list of known keys)
 ``env.resources``      the ``nproc_per_node`` / ``gpus_per_node`` rule
+``env.reference``      the reference system's forms (``container``, ``env_vars`` lists, ...)
 =====================  ====================================================
 
 Only the standard library is imported here; pydantic is imported on first

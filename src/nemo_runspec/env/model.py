@@ -146,6 +146,10 @@ class EnvProfileModel(BaseModel):
     ray_timeout: int | None = Field(default=None, ge=1)
     # local execution
     local_nproc: int | None = Field(default=None, ge=1)
+    # how recipe commands treat the profile (the reference's keys): dry_run = true makes every
+    # command using it a dry run; detach = true makes --run submit detached, as --batch does
+    dry_run: bool | None = None
+    detach: bool | None = None
 
     @field_validator("time")
     @classmethod
@@ -222,17 +226,21 @@ class EnvProfileModel(BaseModel):
     @model_validator(mode="after")
     def _cross_field(self, info: ValidationInfo) -> EnvProfileModel:
         # Cross-field rules only apply to the fully merged profile: a parent
-        # may leave `account` to its children.
+        # may leave `host` to its children.
         if not (info.context or {}).get("complete", False):
             return self
-        if self.executor == "slurm" and not self.account:
-            raise ValueError(
-                'executor = "slurm" requires account (nemo-run\'s SlurmExecutor needs a Slurm '
-                "account; set account = \"...\" in this profile or a profile it extends)"
-            )
+        # No `account` rule: a cluster that needs one says so when the job is submitted
+        # (sbatch's "Invalid account ..."), and many clusters need none.
         if self.tunnel == "ssh" and not self.host:
             raise ValueError('tunnel = "ssh" requires host (the login node to submit from)')
+        if self.tunnel == "ssh" and not (self.remote_job_dir or self.job_dir):
+            raise ValueError(
+                'tunnel = "ssh" requires remote_job_dir (where job files go on the cluster\'s shared '
+                'filesystem, e.g. remote_job_dir = "/lustre/you/jobs")'
+            )
         if self.packager == "hybrid" and not self.packagers:
+            # not reached from env.toml or run.env: env.reference.normalize_merged reads
+            # a bare "hybrid" (the reference's form) as the recipe's default packager
             raise ValueError(
                 'packager = "hybrid" requires a [PROFILE.packagers.NAME] table per sub-packager'
             )

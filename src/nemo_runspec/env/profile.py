@@ -9,13 +9,14 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec._suggest import did_you_mean
 from nemo_runspec.env.discovery import ENV_FILE_VAR, find_env_file, not_found_error
 from nemo_runspec.env.file import RESERVED_SECTIONS, EnvFile, interpolate, load_env_file, where_in
+from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged
 from nemo_runspec.env.resources import fold_profile_alias
 from nemo_runspec.env.sections import read_sections
 from nemo_runspec.env.validation import toml_type, validate_complete, validate_layer
@@ -67,7 +68,9 @@ class EnvProfile:
     ``${oc.env:...}`` resolution), never defaults; :meth:`get` falls back to
     the documented defaults. ``sources`` maps each key (and each nested key of a
     table, dotted: ``env_vars.HF_HOME``) to the :class:`Source` that set it.
-    ``chain`` lists the profile and its ancestors, child first.
+    ``chain`` lists the profile and its ancestors, child first. ``notes`` say
+    what was read in the reference system's form (``container`` as
+    ``container_image``, ...; see :mod:`nemo_runspec.env.reference`).
     """
 
     name: str
@@ -75,6 +78,7 @@ class EnvProfile:
     chain: list[str]
     values: dict[str, Any]
     sources: dict[str, Source]
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def executor(self) -> str:
@@ -106,13 +110,14 @@ class EnvProfile:
         return redact(self.values, extra_values=find_secret_values(self.values))
 
     def to_dict(self, *, redacted: bool = False) -> dict[str, Any]:
-        """Plain-data form: name, path, chain, values, sources (labels)."""
+        """Plain-data form: name, path, chain, values, sources (labels), notes."""
         return {
             "name": self.name,
             "path": str(self.path) if self.path is not None else None,
             "chain": list(self.chain),
             "values": self.redacted_values() if redacted else copy.deepcopy(self.values),
             "sources": {k: s.label for k, s in self.sources.items()},
+            "notes": [str(n) for n in self.notes],
         }
 
 
@@ -236,21 +241,38 @@ def load_env_profile(
     ef = _coerce_env_file(env_file, name)
     chain = _resolve_chain(ef, name)
     layers: dict[str, dict[str, Any]] = {}
+    renames: dict[str, dict[str, str]] = {}
+    notes: list[Note] = []
     for prof in chain:
         layer = interpolate(ef.profiles[prof], (), where_in(ef, prof))
-        validate_layer(layer, ef, prof)
+        layer, renames[prof] = normalize_layer(layer, table=f"[{prof}]", where=where_in(ef, prof),
+                                               notes=notes)
+        validate_layer(layer, ef, prof, renames[prof])
         layers[prof] = fold_profile_alias(
             layer, profile=prof, path=ef.path, line=ef.line_of(prof, "nproc_per_node"))
     merged: dict[str, Any] = {}
     owners: dict[tuple[str, ...], str] = {}
     for prof in reversed(chain):
         _merge(merged, layers[prof], (), prof, owners)
+
+    def line_of(prof: str, path: tuple[str, ...]) -> int | None:
+        written = renames[prof].get(path[0], path[0])  # the user's own spelling (container)
+        return ef.line_of(prof, written, *path[1:])
+
     sources = {
-        ".".join(path): Source(prof, str(ef.path), ef.line_of(prof, *path))
+        ".".join(path): Source(prof, str(ef.path), line_of(prof, path))
         for path, prof in sorted(owners.items())
     }
-    validate_complete(merged, ef, name, sources)
-    return EnvProfile(name=name, path=ef.path, chain=chain, values=merged, sources=sources)
+
+    def where(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
+        src = sources.get(".".join(keypath))
+        return (src.path, src.line) if src is not None else (str(ef.path), ef.line_of(name))
+
+    kept = normalize_merged(merged, table=f"[{name}]", where=where, notes=notes)
+    for key in set(merged) - set(kept):
+        sources = {k: v for k, v in sources.items() if k != key and not k.startswith(key + ".")}
+    validate_complete(kept, ef, name, sources)
+    return EnvProfile(name=name, path=ef.path, chain=chain, values=kept, sources=sources, notes=notes)
 
 
 def parse_env(ctx: Any) -> EnvProfile | None:

@@ -23,7 +23,6 @@ _KEY_ALIASES = {
     "setup": "startup_commands",
     "setup_commands": "startup_commands",
     "image": "container_image",
-    "container": "container_image",
     "env": "env_vars",
     "environment": "env_vars",
     "num_nodes": "nodes",
@@ -39,6 +38,18 @@ _KEY_ALIASES = {
     "username": "user",
     "key_file": "identity",
     "executor_type": "executor",
+    # the reference's packager options, written as profile keys
+    "subpath": "packager_subpath",
+    "include_pattern": "packager_include_pattern",
+    "relative_path": "packager_relative_path",
+}
+
+# Names users reach for that have no profile key, and what to do instead.
+_KEY_HINTS = {
+    "include_submodules": (
+        'the git packager always includes submodules; to choose per part use packager = "hybrid" '
+        "with [PROFILE.packagers.NAME] include_submodules = false"
+    ),
 }
 
 
@@ -173,6 +184,8 @@ def _validation_error(
         alias = _KEY_ALIASES.get(unknown) if len(path) == 1 else None
         if alias in known:
             hint = f"did you mean '{alias}'?"
+        elif len(path) == 1 and unknown in _KEY_HINTS and model.__name__ == "EnvProfileModel":
+            hint = _KEY_HINTS[unknown]
         elif is_secret_name(str(unknown)):
             hint = "never put credentials in env.toml; export them in the environment instead"
             if section == "[wandb]":
@@ -247,10 +260,27 @@ def validate(
         raise _validation_error(exc, data, model, section, locate) from None
 
 
-def validate_layer(layer: Mapping[str, Any], ef: EnvFile, profile: str) -> None:
+def validate_layer(
+    layer: Mapping[str, Any], ef: EnvFile, profile: str, renamed: Mapping[str, str] | None = None
+) -> None:
+    """Validate one profile table as written. ``renamed`` maps our key to the
+    reference spelling the table used (``container_image`` -> ``container``):
+    errors then name and locate the user's own key."""
     from nemo_runspec.env.model import EnvProfileModel
+    from nemo_runspec.env.reference import rename_in_error
 
-    validate(layer, EnvProfileModel, f"[{profile}]", where_in(ef, profile))
+    renamed = dict(renamed or {})
+    where = where_in(ef, profile)
+
+    def locate(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
+        if keypath and keypath[0] in renamed:
+            keypath = (renamed[keypath[0]], *keypath[1:])
+        return where(keypath)
+
+    try:
+        validate(layer, EnvProfileModel, f"[{profile}]", locate)
+    except EnvFileError as exc:
+        raise rename_in_error(exc, renamed) from None
 
 
 def validate_complete(

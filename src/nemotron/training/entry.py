@@ -138,6 +138,22 @@ def resolve_path_key(cfg: Any, dotted: str) -> str:
     return str(path if path.is_absolute() else (Path.cwd() / path))
 
 
+#: nemo-run's name of the job dir inside a container (and in bare-metal batch scripts)
+NEMO_RUN_DIR = Path("/nemo_run")
+
+
+def job_path(value: str) -> str:
+    """A path of the config as the job sees it: relative ones are under the job dir, and
+    so are ``/nemo_run/...`` ones where ``/nemo_run`` does not exist (a local run, a
+    bare-metal Slurm job): nemo-run mounts the job dir there in containers, which is
+    what configs written for the reference (``checkpoint.save: /nemo_run/...``) mean."""
+    p = Path(os.path.expanduser(str(value)))
+    n = len(NEMO_RUN_DIR.parts)
+    if p.parts[:n] == NEMO_RUN_DIR.parts and not NEMO_RUN_DIR.is_dir():
+        return str(job_dir().joinpath(*p.parts[n:]))
+    return str(p if p.is_absolute() else job_dir() / p)
+
+
 def _checkpoint_dir(cfg: Any, kind: str) -> str | None:
     key = ("checkpointing", "checkpoint_dir") if kind == "rl" else ("checkpoint", "save")
     section = cfg.get(key[0]) or {}
@@ -145,8 +161,35 @@ def _checkpoint_dir(cfg: Any, kind: str) -> str | None:
     value = fb.get("checkpoint_dir") or section.get(key[1])
     if not value:
         return None
-    p = Path(os.path.expanduser(str(value)))
-    return str(p if p.is_absolute() else job_dir() / p)
+    return job_path(str(value))
+
+
+def data_key(cfg: Any, kind: str) -> str:
+    """The config key naming the stage's data: :data:`DATA_KEYS`, or for pretraining in
+    the reference's layout ``recipe.per_split_data_args_path`` (``.../blend.json``) when
+    ``data.data_path`` is not set."""
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.to_container(cfg, resolve=False) if not isinstance(cfg, dict) else cfg
+    key = DATA_KEYS[kind]
+    if kind == "pretrain" and not (raw.get("data") or {}).get("data_path") \
+            and (raw.get("recipe") or {}).get("per_split_data_args_path"):
+        return "recipe.per_split_data_args_path"
+    return key
+
+
+def warn_unused_keys(cfg: Any, kind: str, config_path: str) -> None:
+    """One ``warning:`` line (rank 0) per key of the config this stage does not read
+    (:func:`nemotron.training.megatron_bridge.unused_keys`)."""
+    if kind not in ("pretrain", "sft") or global_rank() != 0:
+        return
+    from omegaconf import OmegaConf
+
+    from .megatron_bridge import unused_keys
+
+    for key, why in unused_keys(kind, OmegaConf.to_container(cfg, resolve=False)):
+        print(f"warning: {config_path}: key '{key}' means nothing to nano3/{kind} here ({why}); ignored",
+              file=sys.stderr, flush=True)
 
 
 def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -> None:
@@ -196,10 +239,13 @@ def run_fallback(kind: str, cfg: Any) -> int:
 
     fb = cfg.get("fallback")
     settings = Settings.from_config(OmegaConf.to_container(fb, resolve=True) if fb is not None else {})
-    data_path = resolve_path_key(cfg, DATA_KEYS[kind])
+    key = data_key(cfg, kind)
+    data_path = resolve_path_key(cfg, key)
+    if key == "recipe.per_split_data_args_path" and Path(data_path).suffix == ".json":
+        data_path = str(Path(data_path).parent)  # the data-prep output dir holding blend.json
     if not Path(data_path).exists():
-        raise ConfigError(f"training data not found: {data_path}", key=DATA_KEYS[kind],
-                          hint=f"run `nemotron nano3 data prep {kind}` first or fix {DATA_KEYS[kind]}")
+        raise ConfigError(f"training data not found: {data_path}", key=key,
+                          hint=f"run `nemotron nano3 data prep {kind}` first or fix {key}")
     if kind == "pretrain":
         task: Any = PretrainTask(data_path, settings)
     elif kind == "sft":
@@ -242,6 +288,7 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = load_config(args.config, extra)
+        warn_unused_keys(cfg, kind, args.config)
         backend = choose_backend(cfg, native_module)
         if backend == "native":
             code = native_run(native_config(cfg), extra)

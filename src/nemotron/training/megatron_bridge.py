@@ -92,6 +92,49 @@ SFT_FIELDS: dict[str, str] = {
 }
 
 
+#: top-level sections the launcher and the CPU fallback own (never Megatron-Bridge's)
+OWN_SECTIONS = ("run", "fallback", "publish", "backend")
+#: descriptive keys of our own configs: read by people, set on nothing
+DESCRIPTIVE_KEYS = ("model.provider", "data.split")
+#: where the stage's data comes from, besides FIELDS
+DATA_FIELDS = ("data.data_path", "recipe._target_")
+
+
+def _leaves(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, Mapping) and node:
+        return [leaf for k, v in node.items() for leaf in _leaves(v, f"{prefix}.{k}" if prefix else str(k))]
+    return [prefix] if prefix else []
+
+
+def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(dotted key, why)`` for every key of ``cfg`` that this stage does not read.
+
+    Read are :data:`FIELDS` (and :data:`SFT_FIELDS` for SFT), the data and recipe
+    keys, the reference's ``recipe.per_split_data_args_path`` (pretraining: the
+    data-prep output's ``blend.json``, used when ``data.data_path`` is not set) and
+    the sections of :data:`OWN_SECTIONS`. A config written for the reference
+    merges every key onto the ``ConfigContainer`` and passes ``recipe.*`` to the
+    recipe function as arguments; here neither happens, so such keys are named.
+    """
+    read = {*FIELDS, *DATA_FIELDS, *DESCRIPTIVE_KEYS, *(SFT_FIELDS if kind == "sft" else ())}
+    has_data_path = _get(cfg, "data.data_path")[1] not in (None, "")
+    out: list[tuple[str, str]] = []
+    for key in _leaves(cfg):
+        if key.split(".", 1)[0] in OWN_SECTIONS or key in read:
+            continue
+        if key == "recipe.per_split_data_args_path" and kind == "pretrain":
+            if has_data_path:
+                out.append((key, "data.data_path is set and names the data"))
+            continue
+        if key.startswith("recipe."):
+            out.append((key, f"the reference passes recipe.* to the recipe function; the functions of "
+                             f"{PINNED} take no arguments"))
+            continue
+        out.append((key, "it is not one of the keys set on Megatron-Bridge's ConfigContainer, "
+                         "listed in nemotron.training.megatron_bridge.FIELDS"))
+    return out
+
+
 def import_target(dotted: str) -> Any:
     """The object ``package.module.name`` names."""
     module, _, name = dotted.rpartition(".")
@@ -139,9 +182,10 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
     if kind == "sft":
         _check_pack_fits(container)
     present, data_path = _get(cfg, "data.data_path")
-    if kind == "pretrain" and present and data_path:
-        blend, blend_per_split, split = importer(BLEND_FIELDS)(
-            per_split_data_args_path=f"{str(data_path).rstrip('/')}/blend.json")
+    blend_json = f"{str(data_path).rstrip('/')}/blend.json" if present and data_path else \
+        _get(cfg, "recipe.per_split_data_args_path")[1]  # the reference's layout
+    if kind == "pretrain" and blend_json:
+        blend, blend_per_split, split = importer(BLEND_FIELDS)(per_split_data_args_path=str(blend_json))
         container.dataset.blend, container.dataset.blend_per_split = blend, blend_per_split
         container.dataset.split = split
     return container

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.nemo_runspec.env.reference_examples import EXAMPLES, TOKEN
+from tests.nemo_runspec.env.reference_examples import DRY_RUN_REFUSED, EXAMPLES, REFUSED, TOKEN
 
 ROOT = Path(__file__).resolve().parents[3]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
@@ -80,6 +80,15 @@ def test_reference_env_example_checks_shows_and_dry_runs(sandbox, name):
     assert check.returncode == 0, check.stdout + check.stderr
     profiles = [ln.split("]")[0].removeprefix("ok [") for ln in check.stdout.splitlines() if ln.startswith("ok [")]
     assert set(expected) <= set(profiles)
+    notes = {"profile table keys": ["[all] container is read as container_image",
+                                    "[all] env_vars is a list"],
+             "packagers": ['warning: ', '[hybrid] packager = "hybrid" names no sub-packagers']}
+    for needle in notes.get(name, []):
+        assert needle in check.stdout, check.stdout
+    if name == "profile table keys":
+        table = nemotron(sandbox, "env", "show", "all")
+        assert table.returncode == 0 and "note: " in table.stdout and "container is read as" in table.stdout
+        assert TOKEN not in table.stdout
     for i, profile in enumerate(p for p in profiles if p not in ("wandb", "artifacts", "cache", "cli")):
         show = nemotron(sandbox, "env", "show", profile, "--json")
         assert show.returncode == 0, show.stderr
@@ -90,6 +99,11 @@ def test_reference_env_example_checks_shows_and_dry_runs(sandbox, name):
             assert shown["values"][key] == want, (profile, key)
         mode = ("--run", "--batch")[i % 2]
         dry = nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", mode, profile, "--dry-run")
+        if profile in DRY_RUN_REFUSED:
+            lines = [ln for ln in dry.stderr.splitlines() if ln.startswith("error:")]
+            assert dry.returncode != 0 and len(lines) == 1 and DRY_RUN_REFUSED[profile] in lines[0]
+            assert "env.toml:" in lines[0] and "Traceback" not in dry.stderr
+            continue
         assert dry.returncode == 0, dry.stderr
         job = section(dry.stdout, "Job config (job.yaml)", "Train config (train.yaml")
         values = shown["values"]
@@ -105,6 +119,15 @@ def test_reference_env_example_checks_shows_and_dry_runs(sandbox, name):
             assert f"--container-image {values['container_image']}" in dry.stdout
         assert TOKEN not in dry.stdout + dry.stderr + show.stdout + check.stdout
     assert not sandbox["marker"].exists()
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_reference_forms_that_cannot_work_fail_in_one_line(sandbox, name):
+    text, profile, line, says = REFUSED[name]
+    (sandbox["cwd"] / "env.toml").write_text(textwrap.dedent(text).lstrip("\n"))
+    for args in (("env", "check"), ("nano3", "pretrain", "-c", "tiny", "--run", profile, "-d")):
+        err = one_error_line(nemotron(sandbox, *args))
+        assert f"env.toml:{line}:" in err and says in err
 
 
 def test_run_nodes_on_the_command_line_sets_the_job_nodes(sandbox):
@@ -167,6 +190,11 @@ def test_bad_reference_forms_are_one_line_errors(sandbox, body, needle, says):
         line = one_error_line(nemotron(sandbox, *args))
         assert line.startswith(f"error: {path}:3:") or line.startswith("error: env.toml:3:"), line
         assert says in line
+
+
+def test_the_upstream_cli_option_form_is_refused_with_the_override_to_use(sandbox):
+    line = one_error_line(nemotron(sandbox, "nano3", "pretrain", "-c", "tiny", "-d", "--run.nodes", "8"))
+    assert "'--run.nodes'" in line and "run.nodes=VALUE" in line
 
 
 def test_run_typo_is_one_line_with_did_you_mean(sandbox):
@@ -232,8 +260,7 @@ def test_upstream_config_dry_runs_with_the_same_meaning_in_every_mode(sandbox):
         train = section(proc.stdout, "Train config (train.yaml")
         assert job["run"]["env"]["container_image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
         assert job["run"]["wandb"]["project"] == "ref-project" and job["run"]["wandb"]["entity"] == "ref-team"
-        assert train["logger"]["wandb_project"] == "${run.wandb.project}"
-        assert train["run"]["wandb"]["project"] == "ref-project"  # so the script resolves it
+        assert train["logger"]["wandb_project"] == "${run.wandb.project}"  # resolved by the script
         assert train["recipe"]["per_split_data_args_path"] == "${art:data,path}/blend.json"
         seen[mode[:1] or ("local",)] = {k: v for k, v in train.items() if k != "run"}
         if mode:
@@ -275,3 +302,10 @@ def test_upstream_config_real_local_run_on_the_cpu_fallback(sandbox, tmp_path):
     ckpts = list((sandbox["nhome"] / "jobs").rglob("nano3-pretrain-model-tiny/step_*.pt"))
     assert ckpts, sorted(str(p) for p in (sandbox["nhome"] / "jobs").rglob("*"))[:50]
     assert not Path("/nemo_run/nano3-pretrain-model-tiny").exists()
+    # the train.yaml the script read: ${run.wandb.project} resolves to env.toml's [wandb] project
+    from omegaconf import OmegaConf
+
+    train = OmegaConf.load(ckpts[0].parent.parent / "train.yaml")
+    assert OmegaConf.select(train, "logger.wandb_project") == "ref-project"
+    assert OmegaConf.select(train, "logger.wandb_entity") == "ref-team"
+    assert train.run.env.container_image == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"

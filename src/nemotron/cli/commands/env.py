@@ -2,7 +2,9 @@
 
 ``nemotron env list`` shows every profile (executor, parent, description) and
 which file was read; ``nemotron env show PROFILE`` shows the resolved values and,
-for each key, the profile and ``file:line`` that set it. Secrets are redacted.
+for each key, the profile and ``file:line`` that set it; ``nemotron env check``
+validates every profile and section and says what was read in the reference
+system's form (``container`` as ``container_image``, ...). Secrets are redacted.
 """
 
 from __future__ import annotations
@@ -187,3 +189,60 @@ def show_profile(
     console = _console()
     console.print(f"env file: {path}", markup=False, soft_wrap=True)
     console.print(table)
+    for note in prof.notes:
+        console.print(f"{'warning' if note.warn else 'note'}: {note}", markup=False, soft_wrap=True)
+
+
+@app.command("check", cls=PlainParamsCommand)
+def check(
+    ctx: typer.Context,
+    profiles: Annotated[
+        list[str] | None,
+        typer.Argument(help="Profiles to check (default: every profile).", show_default=False),
+    ] = None,
+    env_file: EnvFileOption = None,
+) -> None:
+    """Check env.toml: every profile (or those named) and the special sections.
+
+    Prints `ok [PROFILE] (executor)` per valid profile, a note for each key read in
+    the reference system's form (`container`, an `env_vars` list, ...), and one
+    `error:` line per problem; exits 2 when there is any.
+    """
+    from nemo_runspec import env as envmod
+
+    try:
+        path = envmod.find_env_file(_env_file(ctx, env_file))
+        if path is None:
+            raise not_found_error(profiles[0] if profiles else None)
+        ef = envmod.load_env_file(path)
+    except NemoRunspecError as exc:
+        fail(exc)
+        return
+    problems: list[NemoRunspecError] = []
+    said: set[str] = set()
+    out = [f"env file: {path}"]
+    for name in profiles or list(ef.profiles):
+        try:
+            prof = envmod.load_env_profile(name, ef)
+        except NemoRunspecError as exc:
+            problems.append(exc)
+            continue
+        out.append(f"ok [{name}] ({prof.executor})")
+        for note in prof.notes:
+            line = f"  {'warning' if note.warn else 'note'}: {note}"
+            if line not in said:  # a parent's notes come with each child
+                said.add(line)
+                out.append(line)
+    if not profiles:
+        try:
+            envmod.read_sections(ef)
+            out += [f"ok [{s}]" for s in envmod.RESERVED_SECTIONS if ef.sections.get(s)]
+        except NemoRunspecError as exc:
+            problems.append(exc)
+    if not ef.profiles and not profiles:
+        out.append("no profiles")
+    sys.stdout.write("\n".join(out) + "\n")
+    for exc in problems:
+        typer.echo(f"error: {exc}", err=True)
+    if problems:
+        raise typer.Exit(2)
