@@ -1,0 +1,200 @@
+"""env.toml (and ``run.env``) forms written for the reference system, read as ours.
+
+Users arrive with env.toml files and recipe configs written for the reference
+(upstream Nemotron, docs "Execution through NeMo-Run"). What that system
+accepts must work here, or fail with one line saying what to change. This
+module is the one place that translates; :mod:`nemo_runspec.env.profile`
+applies it to every env.toml profile, :mod:`nemo_runspec.config.job_config` to
+the recipe YAML's ``run.env`` and to ``run.env.KEY=...`` on the command line.
+
+Per table (one profile, one YAML ``run.env``), before validation:
+
+- **synonyms**: ``container`` is ``container_image``. With both in one table
+  ``container_image`` wins (as in the reference) and a note says so.
+- ``env_vars`` as an **array of "NAME=value" strings** becomes the table
+  ``{NAME = "value"}`` (split at the first ``=``; a later entry for the same
+  name wins). Secret-looking names stay secrets: after this they are ordinary
+  ``env_vars`` entries, split off by :func:`nemo_runspec.secrets.is_secret_name`.
+- ``mounts`` entries ``${auto_mount:git+URL@ref,/target}`` (the reference clones
+  a git repository on the cluster and mounts it) are left out with a warning:
+  this version does not clone repositories.
+- ``executor = "docker" | "skypilot" | "dgxcloud" | "lepton"`` (executors the
+  reference lists) is an error naming the executors this version has.
+
+On the merged settings (after ``extends``, all layers):
+
+- ``packager = "hybrid"`` without ``[PROFILE.packagers.NAME]`` tables: the
+  reference configures its HybridPackager in Python and never reads this key
+  from env.toml, so its jobs are packaged the way the recipe command chooses.
+  Here too: the key is dropped (the recipe's default packager), with a warning
+  that says how to name sub-packagers.
+
+Each translation leaves a :class:`Note` (``warn`` ones are printed by recipe
+commands; all are shown by ``nemotron env show/check``). Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nemo_runspec.errors import EnvFileError
+
+#: reference spelling -> our key
+SYNONYMS: dict[str, str] = {"container": "container_image"}
+
+#: executors the reference lists that this version does not have
+REFERENCE_EXECUTORS = ("docker", "skypilot", "dgxcloud", "lepton")
+
+#: profile keys a command line may give as ``run.KEY=v`` besides ``run.env.KEY=v``
+#: (all profile keys and synonyms except these two, which describe the profile itself)
+NOT_SHORTHAND = frozenset({"extends", "description"})
+
+_AUTO_MOUNT = re.compile(r"^\s*\$\{auto_mount:")
+
+Where = Callable[[tuple[str, ...]], tuple[str | None, int | None]]
+
+
+@dataclass(frozen=True)
+class Note:
+    """What a translation did, where: ``env.toml:5: [dev] container is read as container_image``."""
+
+    text: str
+    path: str | None = None
+    line: int | None = None
+    warn: bool = False
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return where + self.text
+
+
+def shorthand_keys() -> frozenset[str]:
+    """Keys ``K`` for which ``run.K=v`` on the command line means ``run.env.K=v``."""
+    from nemo_runspec.env import PROFILE_KEYS
+
+    return (frozenset(PROFILE_KEYS) | frozenset(SYNONYMS)) - NOT_SHORTHAND
+
+
+def canonical_key(key: str) -> str:
+    """Our name of a profile key (``container`` -> ``container_image``)."""
+    return SYNONYMS.get(key, key)
+
+
+def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
+    """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; anything but a list is returned as is.
+
+    An entry that is not a ``NAME=value`` string is an :class:`EnvFileError`
+    naming the entry and how to write it.
+    """
+    if not isinstance(value, list):
+        return value
+    from nemo_runspec.secrets import looks_like_credential
+
+    out: dict[str, str] = {}
+    for i, item in enumerate(value):
+        name, sep, text = item.partition("=") if isinstance(item, str) else ("", "", "")
+        if not sep or not name.strip():
+            path, line = where(("env_vars",))
+            if isinstance(item, str):
+                shown = "string (value hidden)" if looks_like_credential(item) else f"string {item!r}"
+            else:
+                shown = type(item).__name__ if not isinstance(item, (int, float, bool)) else \
+                    {bool: "boolean", int: "integer", float: "float"}[type(item)]
+            raise EnvFileError(
+                f"entry {i} of 'env_vars' in {table} must be a \"NAME=value\" string, got {shown}",
+                path=path, line=line, key=f"env_vars[{i}]",
+                hint='write "NAME=value", or use a table: env_vars = { NAME = "value" }',
+            )
+        out[name.strip()] = text
+    return out
+
+
+def _drop_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> Any:
+    if not isinstance(value, list):
+        return value
+    kept = []
+    for i, item in enumerate(value):
+        if isinstance(item, str) and _AUTO_MOUNT.match(item):
+            path, line = where(("mounts",))
+            notes.append(Note(
+                f"{table} mounts[{i}] {item!r} is left out: ${{auto_mount:...}} (cloning a git "
+                "repository on the cluster) means nothing to this version; clone it yourself and "
+                "mount it as \"/path/on/cluster:/target\"", path, line, warn=True))
+            continue
+        kept.append(item)
+    return kept
+
+
+def normalize_layer(
+    layer: Mapping[str, Any], *, table: str, where: Where, notes: list[Note]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """One table (a profile or a YAML ``run.env``) in our form (see the module docstring).
+
+    ``table`` names it in messages (``[dev]``, ``run.env``); ``where(keypath)``
+    gives ``(file, line)`` of a key as written. Returns the table and
+    ``{our key: the key as written}`` for the keys that were renamed, so
+    errors and sources can point at the user's own line. Translations are
+    appended to ``notes``.
+    """
+    out = dict(layer)
+    renamed: dict[str, str] = {}
+    for alias, ours in SYNONYMS.items():
+        if alias not in out:
+            continue
+        value = out.pop(alias)
+        path, line = where((alias,))
+        if ours in out:
+            if out[ours] != value:
+                notes.append(Note(f"{table} sets both {alias} and {ours}; {ours} wins and "
+                                  f"{alias} is ignored (as in the reference): remove one", path, line))
+            continue
+        out[ours] = value
+        renamed[ours] = alias
+        notes.append(Note(f"{table} {alias} is read as {ours} (the reference's synonym)", path, line))
+    executor = out.get("executor")
+    if isinstance(executor, str) and executor in REFERENCE_EXECUTORS:
+        path, line = where(("executor",))
+        raise EnvFileError(
+            f"executor = {executor!r} in {table} is not supported by this version (it runs jobs "
+            "on this machine or on Slurm)",
+            path=path, line=line, key="executor",
+            hint='use executor = "slurm" (a cluster) or "local" (this machine)',
+        )
+    if isinstance(out.get("env_vars"), list):
+        out["env_vars"] = env_vars_table(out["env_vars"], table=table, where=where)
+        path, line = where(("env_vars",))
+        notes.append(Note(f"{table} env_vars is a list of \"NAME=value\" strings: read as a table",
+                          path, line))
+    if "mounts" in out:
+        out["mounts"] = _drop_auto_mounts(out["mounts"], table=table, where=where, notes=notes)
+    return out, renamed
+
+
+def normalize_merged(values: dict[str, Any], *, table: str, where: Where, notes: list[Note]) -> dict[str, Any]:
+    """The merged settings (all layers) in our form: ``packager = "hybrid"`` without
+    sub-packagers becomes the recipe's default packager (see the module docstring)."""
+    if values.get("packager") == "hybrid" and not values.get("packagers"):
+        path, line = where(("packager",))
+        name = table.strip("[]") if table.startswith("[") else "PROFILE"
+        notes.append(Note(
+            f'{table} packager = "hybrid" names no sub-packagers, so the recipe\'s default packager '
+            f"is used (the reference configures HybridPackager in Python); to choose them add e.g. "
+            f'[{name}.packagers.code] packager = "git"', path, line, warn=True))
+        values = {k: v for k, v in values.items() if k != "packager"}
+    return values
+
+
+def rename_in_error(exc: EnvFileError, renamed: Mapping[str, str]) -> EnvFileError:
+    """``exc`` about ``container_image`` re-worded for a table that wrote ``container``."""
+    top = (exc.key or "").split(".", 1)[0]
+    alias = renamed.get(top)
+    if alias is None:
+        return exc
+    key = alias + (exc.key or "")[len(top):]
+    return EnvFileError(exc.problem.replace(f"'{exc.key}'", f"'{key}'"), path=exc.path, line=exc.line,
+                        key=key, hint=exc.hint)
