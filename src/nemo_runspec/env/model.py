@@ -158,6 +158,15 @@ class EnvProfileModel(BaseModel):
             raise ValueError(f"{v!r} is not a Slurm time limit ({SLURM_TIME_FORMATS})")
         return v
 
+    @field_validator("job_name_prefix")
+    @classmethod
+    def _prefix_not_empty(cls, v: str | None) -> str | None:
+        # nemo-run reads an empty prefix as "none given" and builds one from `account`
+        # (which may be unset): there is no job name without a prefix.
+        if v == "":
+            raise ValueError("must not be empty (remove it for the default \"nemotron-\")")
+        return v
+
     @field_validator("mounts")
     @classmethod
     def _mounts(cls, v: list[str] | None) -> list[str] | None:

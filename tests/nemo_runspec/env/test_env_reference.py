@@ -225,3 +225,11 @@ def test_reference_forms_that_cannot_work_are_one_line_with_the_fix(tmp_path, na
         load_env_profile(profile, path)
     msg = str(e.value)
     assert msg.startswith(f"{path}:{line}:") and says in msg and "\n" not in msg, msg
+
+
+def test_empty_job_name_prefix_is_refused_since_no_account_may_stand_in(tmp_path):
+    # nemo-run builds a missing prefix from `account`, which a profile may now leave out
+    path = write(tmp_path / "env.toml", '[c]\nexecutor = "slurm"\njob_name_prefix = ""\n')
+    with pytest.raises(EnvFileError) as e:
+        load_env_profile("c", path)
+    assert str(e.value).startswith(f"{path}:3:") and "job_name_prefix" in str(e.value)
