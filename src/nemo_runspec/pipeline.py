@@ -310,10 +310,11 @@ class PipeSubmission:
         return {name: sub.job_id for name, sub in self.jobs.items()}
 
 
-def prepare_stages(plans: Sequence[StagePlan], pipe_id: str, *,
-                   build_packager: Callable[[CompiledJob], tuple[Any, Any]],
-                   job_ids: Mapping[str, str] | None = None) -> dict[str, PreparedJob]:
-    """Each running stage as a :class:`PreparedJob` whose executor waits for its producers.
+def prepare_stage(plan: StagePlan, pipe_id: str, *, skipped: set[str],
+                  build_packager: Callable[[CompiledJob], tuple[Any, Any]],
+                  job_ids: Mapping[str, str] | None = None) -> PreparedJob:
+    """One running stage as a :class:`PreparedJob` whose executor waits for its
+    producers that run (``skipped`` ones are done already).
 
     ``job_ids`` maps a producer stage to its Slurm job id; a missing one (a dry
     run) renders as the placeholder ``<STAGE>`` so the script shows the shape of
@@ -321,29 +322,32 @@ def prepare_stages(plans: Sequence[StagePlan], pipe_id: str, *,
     """
     from nemo_runspec import slurm
 
-    prepared: dict[str, PreparedJob] = {}
+    ids = [(job_ids or {}).get(d) or f"<{d}>" for d in plan.depends_on if d not in skipped]
+    job = slurm.prepare_job(plan.job, *build_packager(plan.job), env_vars=stage_env(plan, pipe_id),
+                            dependencies=ids or None)
+    if ids:
+        params = dict(job.executor.additional_parameters or {})
+        params["kill_on_invalid_dep"] = "yes"  # a failed producer cancels this job
+        job.executor.additional_parameters = params
+    return job
+
+
+def prepare_stages(plans: Sequence[StagePlan], pipe_id: str, *,
+                   build_packager: Callable[[CompiledJob], tuple[Any, Any]],
+                   job_ids: Mapping[str, str] | None = None) -> dict[str, PreparedJob]:
+    """Every running stage of ``plans`` (:func:`prepare_stage`), by name."""
     skipped = {p.name for p in plans if p.skip}
-    for plan in plans:
-        if plan.name in skipped:
-            continue
-        deps = [d for d in plan.depends_on if d not in skipped]
-        ids = [(job_ids or {}).get(d) or f"<{d}>" for d in deps]
-        job = slurm.prepare_job(plan.job, *build_packager(plan.job), env_vars=stage_env(plan, pipe_id),
-                                dependencies=ids or None)
-        if ids:
-            params = dict(job.executor.additional_parameters or {})
-            params["kill_on_invalid_dep"] = "yes"  # a failed producer cancels this job
-            job.executor.additional_parameters = params
-        prepared[plan.name] = job
-    return prepared
+    return {p.name: prepare_stage(p, pipe_id, skipped=skipped, build_packager=build_packager, job_ids=job_ids)
+            for p in plans if not p.skip}
 
 
 def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[CompiledJob], tuple[Any, Any]],
                  pipe_id: str | None = None, out: Callable[[str], None] | None = None) -> PipeSubmission:
     """Submit every running stage at once as an ``afterok`` chain; record the pipe.
 
-    When a submission fails half-way, the stages already queued are cancelled, so
-    no part of a chain is left waiting on a stage that was never submitted.
+    Each stage is packaged and submitted once its producers have job ids. When a
+    submission fails half-way, the stages already queued are cancelled, so no
+    part of a chain is left waiting on a stage that was never submitted.
     """
     from nemo_runspec.slurm.submission import submit_detached
 
@@ -356,12 +360,10 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             if plan.skip:
                 say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
                 continue
-            prepared = prepare_stages([p if p.name == plan.name else dataclasses.replace(p, skip=p.name in skipped)
-                                       for p in plans if p.name == plan.name or p.name in plan.depends_on],
-                                      pipe_id, build_packager=build_packager, job_ids=result.job_ids)[plan.name]
-            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting"
-                + (f" after {', '.join(result.job_ids[d] for d in plan.depends_on if d in result.job_ids)}"
-                   if any(d in result.job_ids for d in plan.depends_on) else ""))
+            prepared = prepare_stage(plan, pipe_id, skipped=skipped, build_packager=build_packager,
+                                     job_ids=result.job_ids)
+            after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids]
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
             result.jobs[plan.name] = submit_detached(prepared)
             _ledger(result.jobs[plan.name], pipe_id)
             say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")

@@ -118,3 +118,17 @@ def test_failing_middle_stage_cancels_its_dependants_and_exits_nonzero(home, slu
         assert slurm_cluster.wait(ids[stage]).state.startswith("CANCELLED"), stage
     assert "stage pretrain failed" in proc.stderr
     assert "[pipe] cancelled" in proc.stderr
+
+
+def test_a_rejected_stage_cancels_the_stages_already_queued(home, slurm_cluster):
+    """Slurm refuses the second stage (no such partition): the first, already queued,
+    is cancelled, so nothing of a half-submitted chain is left behind."""
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--no-resume",
+                    "--stages", "prep-pretrain:pretrain", "pretrain.run.env.batch_partition=nosuchpart")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "invalid partition" in errors[0].lower(), proc.stderr[-2000:]
+    first = re.search(r"prep-pretrain: job (\d+)", proc.stderr).group(1)
+    assert f"[pipe] cancelled {first}" in proc.stderr
+    assert slurm_cluster.wait(first).state.startswith("CANCELLED")
