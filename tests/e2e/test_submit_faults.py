@@ -17,10 +17,11 @@ NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 @pytest.fixture
 def full_disk(tmp_path):
-    """A 48 KiB tmpfs: room for directories, not for a packaged job."""
+    """A 12 KiB tmpfs: room for directories and the sbatch script, not for the packaged code
+    (the lean launch path writes no nemo-run bookkeeping files, so 48 KiB now fits a job)."""
     mnt = tmp_path / "full"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)],
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(mnt)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         if os.environ.get("CI") == "true":
