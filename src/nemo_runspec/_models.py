@@ -58,7 +58,8 @@ class RunspecResources:
     """Default resources: ``[tool.runspec.resources]``."""
 
     nodes: int = 1
-    gpus_per_node: int = 8
+    #: ``None`` when the script says ``"gpu"``: every GPU of the node, as the profile states them
+    gpus_per_node: int | None = 8
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-serialisable)."""

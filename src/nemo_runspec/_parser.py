@@ -51,6 +51,8 @@ TOP_KEYS: tuple[str, ...] = (
 RUN_KEYS: tuple[str, ...] = ("launch", "cmd", "workdir")
 CONFIG_KEYS: tuple[str, ...] = ("dir", "default", "format")
 RESOURCES_KEYS: tuple[str, ...] = ("nodes", "gpus_per_node")
+#: ``resources.gpus_per_node = "gpu"``: all GPUs of a node, as the env.toml profile states them
+ALL_NODE_GPUS = "gpu"
 
 
 # --------------------------------------------------------------------------- key -> line
@@ -241,8 +243,9 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     resources = RunspecResources(
         nodes=chk.count(res_t, "nodes", "resources.nodes", _RESOURCES.nodes),
         # 0 is allowed: CPU-only stages (Ray data prep) declare gpus_per_node = 0.
-        gpus_per_node=chk.count(res_t, "gpus_per_node", "resources.gpus_per_node",
-                                _RESOURCES.gpus_per_node, minimum=0),
+        # "gpu" (the reference's recipes write it): every GPU of the node, as the profile says.
+        gpus_per_node=None if res_t.get("gpus_per_node") == ALL_NODE_GPUS else chk.count(
+            res_t, "gpus_per_node", "resources.gpus_per_node", _RESOURCES.gpus_per_node, minimum=0),
     )
 
     env_t = chk.table(data, "env")

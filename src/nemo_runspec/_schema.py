@@ -104,10 +104,12 @@ _SCHEMA: dict[str, Any] = {
             "default": _RESOURCES.to_dict(),
             "properties": {
                 "nodes": _count("Number of nodes (at least 1).", _RESOURCES.nodes),
-                "gpus_per_node": _count(
-                    "GPUs (and torchrun processes) per node; 0 for CPU-only stages.",
-                    _RESOURCES.gpus_per_node, minimum=0,
-                ),
+                "gpus_per_node": {
+                    "description": "GPUs (and torchrun processes) per node; 0 for CPU-only stages; "
+                                   '"gpu" for every GPU of the node, as the env.toml profile states them.',
+                    "default": _RESOURCES.gpus_per_node,
+                    "oneOf": [{"type": "integer", "minimum": 0}, {"const": "gpu"}],
+                },
             },
         },
         "env": {

@@ -80,10 +80,20 @@ def container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
 
 
 def resolve_resources(values: Mapping[str, Any], runspec: Any) -> tuple[int, int]:
-    """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0)."""
+    """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0).
+
+    A runspec that asks for every GPU of the node (``gpus_per_node = "gpu"``) needs
+    the profile to say how many that is; without it this is a one-line error.
+    """
     res = getattr(runspec, "resources", None)
     nodes = values.get("nodes", getattr(res, "nodes", 1) if res is not None else 1)
     gpus = values.get("gpus_per_node", getattr(res, "gpus_per_node", 0) if res is not None else 0)
+    if gpus is None and res is not None and getattr(res, "gpus_per_node", 0) is None:
+        from nemo_runspec.errors import ConfigError
+
+        raise ConfigError('the recipe asks for every GPU of a node (resources.gpus_per_node = "gpu") '
+                          "but the profile does not say how many a node has", key="gpus_per_node",
+                          hint="set gpus_per_node in the env.toml profile (or run.env.gpus_per_node=N)")
     return int(nodes), int(gpus or 0)
 
 
