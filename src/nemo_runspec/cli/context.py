@@ -211,14 +211,27 @@ def is_override(word: str) -> bool:
     return bool(_OVERRIDE.match(word) or _DELETE.match(word))
 
 
-def split_unknown_args(args: list[str]) -> tuple[list[str], list[str]]:
+def split_unknown_args(
+    args: list[str], ctx: GlobalContext | None = None
+) -> tuple[list[str], list[str]]:
     """Split the words Typer did not consume into ``(overrides, passthrough)``.
 
     Overrides are ``key=value``, ``+key=value``, ``++key=value`` and ``~key`` (a
     key starts with a letter or ``_`` and may contain dots). Every other word
     (``--flag``, ``-x``, ``value``, ``a/b=c``) passes through to the script, in
     order.
+
+    Late globals (the reference's ``pretrain x=1 --run dev -d``): with ``ctx``,
+    global options among ``args`` (before a ``--``) are taken out and set on
+    ``ctx`` (:func:`merge_late_globals`), and the words after ``--`` pass
+    through verbatim. Without ``ctx`` a global option here is an error, as it
+    would otherwise be handed to the script.
     """
+    if ctx is not None:
+        late, args = split_global_args(list(args))
+        merge_late_globals(ctx, late)
+        overrides, passthrough = split_unknown_args(args)
+        return overrides, [*passthrough, *late.passthrough]
     overrides: list[str] = []
     passthrough: list[str] = []
     for word in args:
@@ -228,6 +241,31 @@ def split_unknown_args(args: list[str]) -> tuple[list[str], list[str]]:
             _refuse_near_global(word)
             passthrough.append(word)
     return overrides, passthrough
+
+
+def merge_late_globals(ctx: GlobalContext, late: GlobalContext) -> None:
+    """Set on ``ctx`` the global options found after the subcommand (``late``).
+
+    A value given both places must agree; ``--run`` with ``--batch`` is an error.
+    """
+    for name in ("config", "run", "batch", "env_file"):
+        value = getattr(late, name)
+        if value is None:
+            continue
+        earlier = getattr(ctx, name)
+        if earlier is not None and earlier != value:
+            option = "--" + name.replace("_", "-")
+            raise CLIUsageError(f"{option} given twice: {earlier!r} and {value!r}",
+                                hint=f"give {option} once")
+        setattr(ctx, name, value)
+    for name in ("dry_run", "force_squash", "debug"):
+        if getattr(late, name):
+            setattr(ctx, name, True)
+    if ctx.run is not None and ctx.batch is not None:
+        raise CLIUsageError(
+            "--run and --batch cannot be used together",
+            hint="--run follows the job, --batch submits and returns; pick one",
+        )
 
 
 _GLOBAL_LONG = tuple(long for _, long, _ in GLOBAL_OPTIONS)

@@ -30,6 +30,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec._suggest import did_you_mean
+
+# The reference documents the whole pipeline in ``config/loader``
+# (``from nemo_runspec.config.loader import build_job_config, save_configs``);
+# they live in job_config.py and jobdir.py and are re-exported here.
+from nemo_runspec.config.job_config import build_job_config, extract_train_config  # noqa: F401
+from nemo_runspec.config.jobdir import generate_job_dir, save_configs  # noqa: F401
 from nemo_runspec.config.yaml_io import read_yaml
 from nemo_runspec.errors import ConfigError
 

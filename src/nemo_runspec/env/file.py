@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec._toml_lines import line_map
-from nemo_runspec.env.discovery import CREATE_HINT
+from nemo_runspec.env.discovery import CREATE_HINT, find_env_file, not_found_error
 from nemo_runspec.errors import EnvFileError
 
 RESERVED_SECTIONS = ("wandb", "cli", "cache", "artifacts")
@@ -45,17 +45,57 @@ class EnvFile:
             path = path[:-1]
         return None
 
+    # Read-only mapping access, as the reference's ``load_env_file()`` dict:
+    # ``ef["dev"]`` is the table as written, ``"wandb" in ef``, ``list(ef)``.
+    # (No ``__len__``: an EnvFile with no profiles stays truthy.)
+    def _tables(self) -> dict[str, dict[str, Any]]:
+        return {**self.profiles, **{k: v for k, v in self.sections.items() if v}}
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        tables = self._tables()
+        if name in tables:
+            return tables[name]
+        if name in self.sections:
+            return self.sections[name]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tables()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables())
+
+    def keys(self) -> list[str]:
+        """Profile names, then the special sections present in the file."""
+        return list(self._tables())
+
+    def items(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, table)`` pairs, as :meth:`keys`."""
+        return list(self._tables().items())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The table ``name`` as written, else ``default``."""
+        return self._tables().get(name, default)
+
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
 
 
-def load_env_file(path: str | os.PathLike[str]) -> EnvFile:
+def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
     """Read and parse an env.toml (profiles are validated when they are loaded).
 
+    Without ``path`` the file is found as everywhere else
+    (:func:`~nemo_runspec.env.discovery.find_env_file`: ``$NEMOTRON_ENV_FILE``,
+    then the nearest ``env.toml`` up to the project root); none found is an
+    :class:`EnvFileError` saying where we looked.
     TOML syntax errors, non-table top-level entries and unreadable files are
     :class:`EnvFileError` with the path and line.
     """
+    if path is None:
+        path = find_env_file()
+        if path is None:
+            raise not_found_error(None)
     path = Path(path)
     try:
         raw = path.read_bytes()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,28 @@ class EnvProfile:
 
     def __contains__(self, key: object) -> bool:
         return key in self.values
+
+    # Mapping-style reads, as the reference's profile dict: ``env["nodes"]``,
+    # ``dict(env)``, ``env.keys()``. (``values`` stays the attribute holding
+    # the set keys; no ``__len__``, so a profile is always truthy.)
+    def __getitem__(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        defaults = profile_defaults()
+        if key in defaults:
+            return defaults[key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def keys(self) -> list[str]:
+        """The keys set in env.toml (after ``extends``)."""
+        return list(self.values)
+
+    def items(self) -> list[tuple[str, Any]]:
+        """``(key, value)`` of the keys set in env.toml."""
+        return list(self.values.items())
 
     def partition_for(self, mode: str) -> str | None:
         """Partition for ``mode`` (see :func:`partition_for`)."""

@@ -4,7 +4,7 @@
 module                     holds
 =========================  ================================================
 ``execution.settings``     reading ``run.env``: launch, image, nodes and GPUs
-``execution.env_vars``     :func:`build_env_vars` (plain vs secrets), W&B, HF
+``execution.env_vars``     :func:`build_env_vars`, :func:`split_env_vars`, W&B, HF
 ``execution.executor``     :func:`create_executor` (nemo-run ``SlurmExecutor``)
 ``execution.local``        :func:`execute_local`, :func:`run_local`
 ``execution.tunnels``      local and SSH tunnels, the job base dir
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         artifacts_root_for_job,
         build_env_vars,
         code_env,
+        split_env_vars,
         wandb_settings,
     )
     from nemo_runspec.execution.executor import (
@@ -80,12 +81,14 @@ __all__ = [
     "resolve_resources",
     "run_local",
     "shell_value",
+    "split_env_vars",
     "visible_gpus",
     "wandb_settings",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "env_vars": ["artifacts_root_for_job", "build_env_vars", "code_env", "wandb_settings"],
+    "env_vars": ["artifacts_root_for_job", "build_env_vars", "code_env", "split_env_vars",
+                 "wandb_settings"],
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],
     "local": ["execute_local", "local_command", "local_nproc", "local_preview", "run_local", "visible_gpus"],
     "settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],

@@ -1,7 +1,9 @@
 """The environment a job gets: runspec ``env``, profile ``env_vars``, W&B and Hugging Face.
 
-:func:`build_env_vars` splits it into plain variables (exported by the batch
-script) and secrets (delivered through the 0600 secrets file,
+:func:`build_env_vars` returns it as one ``{name: value}`` dict (the reference
+system's call and result); :func:`split_env_vars` (or ``build_env_vars(...,
+split=True)``) splits it into plain variables (exported by the batch script) and
+secrets (delivered through the 0600 secrets file,
 :mod:`nemo_runspec.execution.secret_file`), by the one rule of
 :mod:`nemo_runspec.secrets`. Nothing here contacts W&B or the Hub.
 """
@@ -87,7 +89,26 @@ def _needs_hf(job_config: Any, merged: Mapping[str, str]) -> bool:
 
 
 def build_env_vars(
-    job_config: Any, env: Any, *, runspec: Any = None, environ: Mapping[str, str] | None = None,
+    job_config: Any, env: Any = None, *, split: bool = False, **kwargs: Any,
+) -> dict[str, str] | tuple[dict[str, str], dict[str, str]]:
+    """The job's environment as one ``{name: value}`` dict, as in the reference system.
+
+    ``build_env_vars(job_config, env)`` merges everything :func:`split_env_vars`
+    describes, secrets included (``WANDB_API_KEY``, ``HF_TOKEN`` when forwarded).
+    Secrets must not reach :func:`~nemo_runspec.execution.executor.create_executor`'s
+    ``env_vars`` (it refuses them): to submit a job, use :func:`split_env_vars`, or
+    ``split=True`` here, which returns its ``(plain, secrets)``. ``kwargs`` are
+    those of :func:`split_env_vars` (``runspec``, ``environ``, ``wandb_section``,
+    ``registry``).
+    """
+    plain, secrets = split_env_vars(job_config, env, **kwargs)
+    if split:
+        return plain, secrets
+    return {**plain, **secrets}
+
+
+def split_env_vars(
+    job_config: Any, env: Any = None, *, runspec: Any = None, environ: Mapping[str, str] | None = None,
     wandb_section: Mapping[str, Any] | None = None, registry: Any = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Environment of the job, split into ``(plain, secrets)``.

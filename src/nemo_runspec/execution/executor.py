@@ -65,11 +65,11 @@ def per_node_setup(startup_commands: Sequence[str]) -> str:
 def create_executor(
     *,
     env: Any,
-    mode: str,
-    job_name: str,
-    runspec: Any,
-    env_vars: Mapping[str, str],
-    packager: Any,
+    env_vars: Mapping[str, str] | None = None,
+    packager: Any = None,
+    mode: str = "run",
+    job_name: str | None = None,
+    runspec: Any = None,
     startup_commands: Sequence[str] | None = None,
     job_dir: str | os.PathLike[str] | None = None,
     secret_file: str | None = None,
@@ -78,6 +78,9 @@ def create_executor(
 ) -> Any:
     """Build a nemo-run ``SlurmExecutor`` (or ``LocalExecutor``) for one job.
 
+    ``create_executor(env=env, env_vars=env_vars, packager=packager)`` is the
+    reference system's call: ``mode`` defaults to ``run`` (``run_partition``),
+    ``runspec`` to none (launch ``direct``, resources from the profile only).
     ``env_vars`` must be the *plain* variables only (see :func:`build_env_vars`);
     ``secret_file`` is the path of the secrets file as seen by the job, sourced
     and deleted by the setup lines. ``job_dir`` is the local Experiment base dir
@@ -91,11 +94,12 @@ def create_executor(
     from nemo_run.core.execution.launcher import Torchrun
 
     values = profile_values(env)
+    env_vars = dict(env_vars or {})
     for name in env_vars:
         if is_secret_name(name):
             raise ExecutionError(
                 f"secret {name} passed as a plain env var",
-                hint="pass secrets through build_env_vars()/secret_file, never env_vars",
+                hint="pass secrets through split_env_vars()/secret_file, never env_vars",
             )
     launch = launch_of(runspec)
     if launch not in ("torchrun", "direct", "ray"):

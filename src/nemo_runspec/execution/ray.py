@@ -27,7 +27,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-RAY_TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "ray_slurm.sub.j2"
+from nemo_runspec.templates import template_path
+
+RAY_TEMPLATE = template_path("ray_slurm.sub.j2")  # the reference's name: "ray_cpu.sub.j2"
 
 
 def pre_start_setup_lines(commands: Iterable[str]) -> str:

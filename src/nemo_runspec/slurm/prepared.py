@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution.env_vars import build_env_vars, code_env
+from nemo_runspec.execution.env_vars import code_env, split_env_vars
 from nemo_runspec.execution.executor import create_executor
 from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
 from nemo_runspec.execution.settings import (
@@ -183,7 +183,7 @@ def prepare_job(
       environment, mode and runspec; the packaged script with
       ``--config /nemo_run/train.yaml`` and the command line's script arguments;
       the plain env vars (plus :func:`~nemo_runspec.execution.code_env`) and the
-      secrets of :func:`~nemo_runspec.execution.build_env_vars`; ``job.yaml`` and ``train.yaml``
+      secrets of :func:`~nemo_runspec.execution.split_env_vars`; ``job.yaml`` and ``train.yaml``
       (redacted) as job files; ``plan`` for ``packaging.json``.
     - ``prepare_job(env=..., mode=..., runspec=..., packager=..., script=...)``
       with every part explicit.
@@ -195,7 +195,7 @@ def prepare_job(
     """
     files: dict[str, str] = {}
     if job is not None:
-        plain, job_secrets = build_env_vars(
+        plain, job_secrets = split_env_vars(
             job.job_config, job.run_env, runspec=job.runspec,
             wandb_section=job.sections.get("wandb"), registry=job.registry,
         )

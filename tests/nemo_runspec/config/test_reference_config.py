@@ -20,7 +20,7 @@ from nemo_runspec.config import (
 from nemo_runspec.config.job_config import CLI_LABEL
 from nemo_runspec.env import load_env_profile
 from nemo_runspec.errors import ConfigError, EnvFileError
-from nemo_runspec.execution import build_env_vars
+from nemo_runspec.execution import split_env_vars
 
 TOKEN = "hf_cfgTOKENvalue0123456789abcdefgh"
 
@@ -186,7 +186,7 @@ def test_bad_env_vars_entry_on_the_command_line_is_one_line(recipe):
 
 def test_env_vars_list_secret_goes_to_the_secrets_side(recipe, env_toml):
     job = compile_(recipe, profile="cluster", env_toml=env_toml)
-    plain, secrets = build_env_vars(job, job.run.env, runspec=parse_runspec(recipe), environ={},
+    plain, secrets = split_env_vars(job, job.run.env, runspec=parse_runspec(recipe), environ={},
                                     wandb_section={}, registry=_NoRegistry())
     assert secrets == {"HF_TOKEN": TOKEN} and plain["NCCL_DEBUG"] == "WARN"
     assert TOKEN not in repr(plain)

@@ -9,11 +9,11 @@ import pytest
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution import (
-    build_env_vars,
     create_executor,
     get_startup_commands,
     job_slug,
     shell_value,
+    split_env_vars,
 )
 
 run = pytest.importorskip("nemo_run")
@@ -122,16 +122,16 @@ def test_build_env_vars_split_and_rules():
     rs = spec(env={"A": "1", "B": "runspec"})
     prof = dict(BASE, env_vars={"B": "profile", "MY_SECRET": "s3cr3t"})
     environ = {"HF_TOKEN": "hf_abc", "WANDB_API_KEY": "wk"}
-    plain, secrets = build_env_vars({"train": {"x": 1}}, prof, runspec=rs, environ=environ)
+    plain, secrets = split_env_vars({"train": {"x": 1}}, prof, runspec=rs, environ=environ)
     # the job gets the submitter's artifact registry root (it cannot see env.toml)
     assert plain.pop("NEMOTRON_ARTIFACTS_ROOT")
     assert plain == {"A": "1", "B": "profile"}
     assert secrets == {"MY_SECRET": "s3cr3t"}  # no wandb, no HF use -> nothing forwarded
     cfg = {"wandb": {"project": "p", "entity": "e"}, "model": "hf://org/model"}
-    plain, secrets = build_env_vars(cfg, prof, runspec=rs, environ=environ)
+    plain, secrets = split_env_vars(cfg, prof, runspec=rs, environ=environ)
     assert plain["WANDB_PROJECT"] == "p" and plain["WANDB_ENTITY"] == "e"
     assert secrets == {"MY_SECRET": "s3cr3t", "WANDB_API_KEY": "wk", "HF_TOKEN": "hf_abc"}
-    plain, secrets = build_env_vars({"wandb": {"enabled": False, "project": "p"}}, prof,
+    plain, secrets = split_env_vars({"wandb": {"enabled": False, "project": "p"}}, prof,
                                     environ=environ)
     assert "WANDB_PROJECT" not in plain and "WANDB_API_KEY" not in secrets
 
@@ -157,13 +157,13 @@ def test_wandb_settings_from_logger_and_env_toml_section(tmp_path, monkeypatch):
                         'mode = "offline"\ngroup = "g1"\ntags = ["a", "b"]\n')
     monkeypatch.setenv("NEMOTRON_ENV_FILE", str(env_toml))
     cfg = {"logger": {"wandb_project": "fromlogger", "wandb_exp_name": "run1"}}
-    plain, secrets = build_env_vars(cfg, dict(BASE), environ={"MY_WB_KEY": "wk-123456"})
+    plain, secrets = split_env_vars(cfg, dict(BASE), environ={"MY_WB_KEY": "wk-123456"})
     assert plain["WANDB_PROJECT"] == "fromlogger" and plain["WANDB_NAME"] == "run1"
     assert plain["WANDB_ENTITY"] == "team"  # from env.toml [wandb]
     assert (plain["WANDB_MODE"], plain["WANDB_RUN_GROUP"], plain["WANDB_TAGS"]) == ("offline", "g1", "a,b")
     assert secrets["WANDB_API_KEY"] == "wk-123456"  # from the variable api_key_env names
     # W&B off (no logger.wandb_project, no wandb section): nothing W&B-related is sent
-    plain, secrets = build_env_vars({"logger": {"wandb_project": None}}, dict(BASE),
+    plain, secrets = split_env_vars({"logger": {"wandb_project": None}}, dict(BASE),
                                     environ={"MY_WB_KEY": "wk-123456", "WANDB_API_KEY": "x"})
     assert not any(k.startswith("WANDB") for k in {**plain, **secrets})
 
