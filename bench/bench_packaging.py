@@ -75,6 +75,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=26.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results" / "packaging.json"))
+    ap.add_argument("--skip-nemo-run", action="store_true", help="do not time nemo-run (slow on big repos)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-packaging-"))
@@ -107,7 +108,14 @@ def main() -> int:
             finally:
                 os.chdir(cwd)
 
+        def floor(i: int) -> None:
+            subprocess.run(["git", "status", "--porcelain"], cwd=repo, check=True, capture_output=True)
+
+        record("git status --porcelain (warm floor)", floor, max(args.repeat, 5))
+
         try:
+            if args.skip_nemo_run:
+                raise ImportError("skipped (--skip-nemo-run)")
             import nemo_run.core.packaging.git  # noqa: F401  (import cost not timed)
 
             with open(os.devnull) as devnull:
@@ -156,6 +164,7 @@ def main() -> int:
             if results[k]["median_s"] > 0.05:
                 failures.append(f"{k} {results[k]['median_s']:.3f}s > 0.05s")
         payload = {
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
             "files": args.files, "bytes": size, "repeat": args.repeat, "results": results,
             "failures": failures, "python": sys.version.split()[0], "cpus": os.cpu_count(),
         }

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.packaging.manifest import FORMAT_VERSION, PackagingPlan
+from nemo_runspec.packaging.manifest import FORMAT_VERSION, FileEntry, LazyFileList, PackagingPlan
 from nemo_runspec.paths import nemotron_home
 from nemo_runspec.stale import sweep
+
+logger = logging.getLogger(__name__)
 
 #: How many archives the cache keeps (least recently used are removed first).
 MAX_ENTRIES = 24
@@ -63,17 +66,32 @@ def fingerprint(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
+#: Plans listing more files than this keep the list in ``<fp>.files`` (read lazily).
+SIDECAR_MIN_FILES = 256
+_SIDECAR_KEY = "files_sidecar_size"
+
+
 def lookup(fp: str, directory: Path) -> PackagingPlan | None:
-    """The cached plan for ``fp`` when its archive is present and intact-looking."""
+    """The cached plan for ``fp`` when its archive is present and intact-looking.
+
+    A large file list lives in ``<fp>.files`` and is decoded only when the
+    plan's ``files`` are used (see :class:`LazyFileList`).
+    """
     archive = directory / f"{fp}.tar.gz"
     meta = directory / f"{fp}.json"
+    sidecar = directory / f"{fp}.files"
     try:
-        plan = PackagingPlan.from_dict(json.loads(meta.read_text()))
+        data = json.loads(meta.read_text())
+        plan = PackagingPlan.from_dict(data)
         st = archive.stat()
-    except (OSError, ValueError, TypeError):
+        if _SIDECAR_KEY in data and sidecar.stat().st_size != data[_SIDECAR_KEY]:
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
     if plan.archive_size != st.st_size or plan.format_version != FORMAT_VERSION:
         return None
+    if _SIDECAR_KEY in data:
+        plan.files = LazyFileList(loader=lambda: _read_sidecar(sidecar, archive))
     try:
         os.utime(meta)  # mark as recently used
     except OSError:
@@ -83,9 +101,48 @@ def lookup(fp: str, directory: Path) -> PackagingPlan | None:
 
 
 def store_meta(fp: str, directory: Path, plan: PackagingPlan) -> None:
-    """Record the plan of a freshly built ``<fp>.tar.gz`` (atomic), then prune."""
-    plan.write_json(directory / f"{fp}.json")
+    """Record the plan of a freshly built ``<fp>.tar.gz`` (atomic), then prune.
+
+    A list of more than :data:`SIDECAR_MIN_FILES` files goes to ``<fp>.files``
+    (columns, written before the plan so a plan never points at a missing list).
+    """
+    meta = directory / f"{fp}.json"
+    data = plan.to_dict()
+    files = data.pop("files") if len(plan.files) > SIDECAR_MIN_FILES else None
+    if files is not None:
+        columns = {k: [f[k] for f in files] for k in ("path", "sha256", "size", "mode")}
+        blob = json.dumps(columns, separators=(",", ":")).encode()
+        _write_atomic(directory / f"{fp}.files", blob)
+        data["files"] = []
+        data[_SIDECAR_KEY] = len(blob)
+    else:
+        (directory / f"{fp}.files").unlink(missing_ok=True)
+    _write_atomic(meta, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
     prune(directory)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _read_sidecar(sidecar: Path, archive: Path) -> list[FileEntry]:
+    """The file list in ``sidecar``; rebuilt from the archive itself if it is unreadable."""
+    try:
+        c = json.loads(sidecar.read_bytes())
+        return list(map(FileEntry, c["path"], c["sha256"], c["size"], c["mode"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        logger.warning("package cache file list %s is unreadable; re-reading %s", sidecar, archive)
+    import tarfile
+
+    out = []
+    with tarfile.open(archive, "r:gz") as tar:
+        for info in tar:
+            if info.isfile():
+                f = tar.extractfile(info)
+                out.append(FileEntry(info.name, hashlib.sha256(f.read() if f else b"").hexdigest(), info.size, info.mode))
+    return out
 
 
 def prune(directory: Path, keep: int = MAX_ENTRIES) -> None:
@@ -95,7 +152,7 @@ def prune(directory: Path, keep: int = MAX_ENTRIES) -> None:
     except OSError:
         return
     for meta in metas[keep:]:
-        for suffix in (".json", ".tar.gz", ".diff"):
+        for suffix in (".json", ".tar.gz", ".diff", ".files"):
             meta.with_name(meta.name[: -len(".json")] + suffix).unlink(missing_ok=True)
 
 

@@ -94,9 +94,24 @@ class Status:
         return [e.path for e in self.entries if e.is_untracked]
 
 
+#: ``git status`` arguments. ``--untracked-files=normal`` (not ``all``) because
+#: on a 30,000-file tree ``all`` costs ~15 ms more even with nothing untracked;
+#: the (rare) collapsed untracked directories are expanded by
+#: :func:`_expand_untracked_dirs`. ``--no-ahead-behind``: counting commits
+#: against the upstream can be slow and is never used here.
+STATUS_ARGS = (
+    "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
+    "--untracked-files=normal", "--ignore-submodules=none",
+)
+
+
 def git_status(root: Path, pathspec: str | None = None) -> Status:
-    """Status of the work tree (optionally limited to ``pathspec``), untracked files listed one by one."""
-    args = ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none"]
+    """Status of the work tree (optionally limited to ``pathspec``), untracked files listed one by one.
+
+    ``raw`` is the output of ``git status`` itself, where an untracked
+    directory appears once as ``dir/``; ``entries`` list its files.
+    """
+    args = list(STATUS_ARGS)
     if pathspec:
         args += ["--", pathspec]
     raw = run_git(args, root)
@@ -128,7 +143,22 @@ def git_status(root: Path, pathspec: str | None = None) -> Status:
             entries.append(StatusEntry("u", f[1], f[10], f[2]))
         elif item.startswith("? "):
             entries.append(StatusEntry("?", "??", item[2:]))
+    if any(e.is_untracked and e.path.endswith("/") for e in entries):
+        entries = _expand_untracked_dirs(root, entries)
     return Status(head=head, branch=branch, entries=tuple(entries), raw=raw)
+
+
+def _expand_untracked_dirs(root: Path, entries: list[StatusEntry]) -> list[StatusEntry]:
+    """Replace each collapsed untracked ``dir/`` entry by the untracked files under it.
+
+    Same result as ``--untracked-files=all`` (a nested repository stays ``dir/``).
+    """
+    dirs = [e.path for e in entries if e.is_untracked and e.path.endswith("/")]
+    out = run_git(["--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard", "--", *dirs], root)
+    files = {r.decode("utf-8", "surrogateescape") for r in out.split(b"\0") if r}
+    kept = [e for e in entries if not (e.is_untracked and e.path.endswith("/"))]
+    kept += [StatusEntry("?", "??", f) for f in files]
+    return [*[e for e in kept if not e.is_untracked], *sorted((e for e in kept if e.is_untracked), key=lambda e: e.path)]
 
 
 def diff_summary(root: Path, pathspec: str | None = None) -> list[dict]:

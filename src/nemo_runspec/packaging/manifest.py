@@ -27,6 +27,60 @@ class FileEntry:
     mode: int = 0o644
 
 
+class LazyFileList(list):
+    """A ``list[FileEntry]`` filled by ``loader()`` the first time it is used.
+
+    A warm cache hit of a 30,000-file archive would otherwise spend ~50 ms
+    decoding a file list the caller may never look at. Every list operation
+    (and ``json``/``dataclasses.asdict`` through iteration) loads it first.
+    """
+
+    __slots__ = ("_loader",)
+
+    def __init__(self, items=(), loader=None):
+        super().__init__(items)
+        self._loader = loader
+
+    def _load(self) -> LazyFileList:
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            list.extend(self, loader())
+        return self
+
+    def __reduce_ex__(self, protocol):
+        return (list, (list(self._load()),))
+
+    def __deepcopy__(self, memo):
+        import copy
+
+        return [copy.deepcopy(x, memo) for x in self._load()]
+
+    def __copy__(self):
+        return list(self._load())
+
+
+def _lazy(name):
+    base = getattr(list, name)
+
+    def method(self, *args, **kwargs):
+        return base(self._load(), *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in (
+    "__iter__", "__len__", "__getitem__", "__setitem__", "__delitem__", "__contains__", "__bool__",
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__repr__", "__reversed__", "__add__",
+    "__radd__", "__iadd__", "__mul__", "__rmul__", "__imul__", "append", "extend", "insert", "pop",
+    "remove", "index", "count", "sort", "reverse", "copy", "clear",
+):
+    if hasattr(list, _name):
+        setattr(LazyFileList, _name, _lazy(_name))
+LazyFileList.__bool__ = lambda self: len(self) > 0  # list has no __bool__; truth uses __len__
+LazyFileList.__hash__ = None  # type: ignore[assignment]
+
+
 @dataclass
 class PackagingPlan:
     """Provenance of one packaging step (also the plan before it runs).

@@ -161,3 +161,67 @@ def test_submodule_working_tree_included(tmp_path):
     plan2 = package_code(repo, tmp_path / "d.tar.gz")
     assert plan2.cached is False
     assert tar_contents(plan2.archive_path)["ext/lib/lib.py"] == b"LIB = 9\n"
+
+
+def _big_repo(root: Path, n: int = 300) -> Path:
+    repo = make_repo(root)
+    for i in range(n):
+        (repo / "src" / "proj" / f"m{i}.py").write_text(f"X = {i}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many")
+    return repo
+
+
+def test_same_size_same_second_edit_is_noticed(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    f = repo / "src/proj/util.py"
+    first = package_code(repo, tmp_path / "a.tar.gz")
+    st = f.stat()
+    f.write_text(f.read_text().replace("2", "7"))  # same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime too: only ctime/content differ
+    second = package_code(repo, tmp_path / "b.tar.gz")
+    assert not second.cached and second.archive_sha256 != first.archive_sha256
+
+
+def test_untracked_directory_contents_are_tracked(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    (repo / "newpkg" / "deep").mkdir(parents=True)
+    (repo / "newpkg" / "deep" / "a.py").write_text("A = 1\n")
+    (repo / "newpkg" / "b.log").write_text("ignored\n")
+    first = package_code(repo, tmp_path / "a.tar.gz")
+    assert first.untracked == ["newpkg/deep/a.py"]
+    assert "newpkg/deep/a.py" in tar_contents(first.archive_path)
+    (repo / "newpkg" / "deep" / "a.py").write_text("A = 22\n")  # no change in any directory
+    second = package_code(repo, tmp_path / "b.tar.gz")
+    assert not second.cached and tar_contents(second.archive_path)["newpkg/deep/a.py"] == b"A = 22\n"
+
+
+def test_large_file_list_is_read_lazily_and_survives_corruption(tmp_path):
+    repo = _big_repo(tmp_path / "r")
+    cold = package_code(repo, tmp_path / "a.tar.gz")
+    expected = [(f.path, f.sha256, f.size, f.mode) for f in cold.files]
+    assert len(expected) > 300
+    cache = tmp_path / "home" / "cache" / "packages"
+    sidecar = cache / f"{cold.fingerprint}.files"
+    assert sidecar.exists() and json.loads((cache / f"{cold.fingerprint}.json").read_text())["files"] == []
+    warm = package_code(repo, tmp_path / "b.tar.gz")
+    assert warm.cached and [(f.path, f.sha256, f.size, f.mode) for f in warm.files] == expected
+    assert json.loads(warm.to_json())["file_count"] == len(expected)
+    assert len(json.loads(package_code(repo, tmp_path / "c.tar.gz").to_json())["files"]) == len(expected)
+    # same size, garbage content: the list is rebuilt from the archive
+    sidecar.write_bytes(b"x" * sidecar.stat().st_size)
+    again = package_code(repo, tmp_path / "d.tar.gz")
+    assert again.cached and [(f.path, f.sha256, f.size, f.mode) for f in again.files] == expected
+    # truncated list: the cache entry is not trusted at all
+    sidecar.write_bytes(b"{}")
+    rebuilt = package_code(repo, tmp_path / "e.tar.gz")
+    assert not rebuilt.cached and len(rebuilt.files) == len(expected)
+
+
+def test_corrupt_cache_meta_is_ignored(tmp_path):
+    repo = make_repo(tmp_path / "r")
+    first = package_code(repo, tmp_path / "a.tar.gz")
+    meta = tmp_path / "home" / "cache" / "packages" / f"{first.fingerprint}.json"
+    meta.write_text("{not json")
+    second = package_code(repo, tmp_path / "b.tar.gz")
+    assert not second.cached and second.archive_sha256 == first.archive_sha256
