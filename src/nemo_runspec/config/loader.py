@@ -30,14 +30,30 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.config.yaml_io import read_yaml
+from nemo_runspec.errors import ConfigError
 
 # The reference documents the whole pipeline in ``config/loader``
 # (``from nemo_runspec.config.loader import build_job_config, save_configs``);
 # they live in job_config.py and jobdir.py and are re-exported here.
-from nemo_runspec.config.job_config import build_job_config, extract_train_config  # noqa: F401
-from nemo_runspec.config.jobdir import generate_job_dir, save_configs  # noqa: F401
-from nemo_runspec.config.yaml_io import read_yaml
-from nemo_runspec.errors import ConfigError
+# Resolved on first use (module __getattr__): job_config imports this module, so a
+# plain import here would be a cycle.
+_REEXPORTS = {
+    "build_job_config": "nemo_runspec.config.job_config",
+    "extract_train_config": "nemo_runspec.config.job_config",
+    "generate_job_dir": "nemo_runspec.config.jobdir",
+    "save_configs": "nemo_runspec.config.jobdir",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _REEXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 YAML_SUFFIXES = (".yaml", ".yml")
 _SELF = "_self_"
