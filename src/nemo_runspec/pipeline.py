@@ -269,7 +269,7 @@ def run_local(plans: Sequence[StagePlan], *, pipe_id: str | None = None,
     A stage's inputs are resolved when it starts, from what the stages before it
     published. Skipped stages are reported, not run.
     """
-    from nemo_runspec.execution.local import execute_local
+    from nemo_runspec.execution.local import run_local as run_job_here
 
     say = out or (lambda msg: print(msg, file=sys.stderr, flush=True))
     pipe_id = pipe_id or new_pipe_id(_title(plans))
@@ -278,12 +278,8 @@ def run_local(plans: Sequence[StagePlan], *, pipe_id: str | None = None,
             say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
             continue
         say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name}")
-        job = plan.job
-        extra = {**stage_env(plan, pipe_id)}
-        if job.env_file is not None:
-            extra["NEMOTRON_ENV_FILE"] = str(job.env_file.path)
         started = time.monotonic()
-        code = execute_local(job.runspec, job.job_config, passthrough=job.passthrough, extra_env=extra)
+        code = run_job_here(plan.job, extra_env=stage_env(plan, pipe_id))
         if code != 0:
             rest = [p.name for p in plans[i:]]
             say(f"[pipe] {plan.name} failed (exit {code}) after {time.monotonic() - started:.1f}s"

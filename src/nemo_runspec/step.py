@@ -11,7 +11,6 @@ same pipeline that publishes an artifact it consumes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from nemo_runspec._models import Runspec
     from nemo_runspec.job import CompiledJob
 
-_ART_KEY = re.compile(r"\$\{art:\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True)
@@ -63,15 +61,23 @@ class Step:
 
 
 def consumed_artifacts(job_config: Any) -> dict[str, str]:
-    """What a stage consumes: ``{key: run.<key>}`` for every ``${art:<key>,...}`` its
-    config uses (``{"data": "nano3-pretrain-data-tiny:latest"}``)."""
-    from omegaconf import OmegaConf
+    """What a stage consumes: ``{key: reference}`` for every ``${art:<key>,...}`` its
+    config uses (``{"data": "nano3-pretrain-data-tiny:latest"}``; a direct
+    ``${art:name:alias,...}`` is its own key). A key with no reference is left out:
+    the stage's own job reports it when it starts."""
+    from nemo_runspec.config.resolvers import reference_for, referenced_keys
+    from nemo_runspec.exceptions import ArtifactError
 
-    container = OmegaConf.to_container(job_config, resolve=False) if OmegaConf.is_config(job_config) \
-        else dict(job_config)
-    run = container.get("run") or {}
-    keys = sorted(set(_ART_KEY.findall(repr({k: v for k, v in container.items() if k != "run"}))))
-    return {key: str(run[key]) for key in keys if isinstance(run.get(key), str) and run[key]}
+    run = job_config.get("run") or {}
+    out: dict[str, str] = {}
+    for key in sorted(referenced_keys(job_config)):
+        if key in run and run[key] in (None, ""):
+            continue
+        try:
+            out[key] = reference_for(key, job_config)
+        except ArtifactError:
+            continue
+    return out
 
 
 def published_artifact(job_config: Any) -> str | None:

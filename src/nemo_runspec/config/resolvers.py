@@ -105,17 +105,23 @@ def pin(answers: Mapping[str, Mapping[str, Any]] | None) -> None:
     _PINNED = None if answers is None else {k: dict(v) for k, v in answers.items()}
 
 
-def collect_references(cfg: Any) -> list[str]:
-    """Every artifact reference used by an ``${art:...}`` interpolation in ``cfg``."""
+def referenced_keys(cfg: Any) -> list[str]:
+    """The keys of every ``${art:<key>,...}`` interpolation in ``cfg`` (a config or its
+    YAML text), in order of first use: ``run.<key>`` names, or direct references."""
     import re
 
     from omegaconf import OmegaConf
 
     text = OmegaConf.to_yaml(cfg, resolve=False) if not isinstance(cfg, str) else cfg
+    return list(dict.fromkeys(m.group(1).strip() for m in re.finditer(r"\$\{art:([^,}]+)", text)))
+
+
+def collect_references(cfg: Any) -> list[str]:
+    """Every artifact reference used by an ``${art:...}`` interpolation in ``cfg``."""
     root = cfg if not isinstance(cfg, str) else None
     refs = []
-    for m in re.finditer(r"\$\{art:([^,}]+)", text):
-        ref = reference_for(m.group(1).strip(), root)
+    for key in referenced_keys(cfg):
+        ref = reference_for(key, root)
         if ref not in refs:
             refs.append(ref)
     return refs

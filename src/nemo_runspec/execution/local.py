@@ -204,12 +204,14 @@ def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()
     return " ".join(shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)
 
 
-def run_local(job: CompiledJob) -> int:
+def run_local(job: CompiledJob, *, extra_env: Mapping[str, str] | None = None) -> int:
     """Run the compiled ``job`` here (:func:`execute_local`); return its exit code.
 
     The script learns which env.toml the command used (``NEMOTRON_ENV_FILE``), so
-    what it publishes lands in the same artifact registry the CLI resolved.
+    what it publishes lands in the same artifact registry the CLI resolved;
+    ``extra_env`` is added (a pipeline stage's key and id).
     """
     extra = {"NEMOTRON_ENV_FILE": str(job.env_file.path)} if job.env_file is not None else {}
-    return execute_local(job.runspec, job.job_config, passthrough=job.passthrough, extra_env=extra)
+    return execute_local(job.runspec, job.job_config, passthrough=job.passthrough,
+                         extra_env={**extra, **(extra_env or {})})
 
