@@ -19,6 +19,8 @@ Launchers:
   nemo-run's ``SlurmExecutor``, each waiting for its producers with
   ``--dependency=afterok:<ids>`` and ``--kill-on-invalid-dep=yes`` (a failed
   stage's dependants are cancelled by Slurm, never left pending);
+- :func:`nemo_runspec.pipeline_sbatch.submit_allocation` (sbatch): every stage in
+  one allocation, run in order by one driver script (no queueing between stages);
 - :func:`prepare_stages` alone gives each stage's exact sbatch script (what
   ``--dry-run`` shows), with the producers' job ids as ``<stage>`` placeholders.
 
@@ -396,12 +398,18 @@ def pipes_dir() -> Path:
     return nemotron_home() / "pipes"
 
 
-def write_record(sub: PipeSubmission) -> Path:
-    """Write ``$NEMOTRON_HOME/pipes/<id>.json`` atomically (no secrets: ids, names, paths)."""
+def write_record(sub: PipeSubmission, *, launcher: str = "nemo-run", run_dir: str | None = None,
+                 driver_log: str | None = None) -> Path:
+    """Write ``$NEMOTRON_HOME/pipes/<id>.json`` atomically (no secrets: ids, names, paths).
+
+    ``launcher`` is ``nemo-run`` (a job per stage) or ``sbatch`` (one allocation, whose
+    ``run_dir`` holds each stage's ``.rc`` file and whose own log is ``driver_log``)."""
     first = sub.plans[0].job if sub.plans else None
     record = {
         "id": sub.pipe_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "launcher": launcher,
+        **({"run_dir": run_dir, "driver_log": driver_log} if launcher == "sbatch" else {}),
         "profile": getattr(getattr(first, "profile", None), "name", None),
         "env_file": str(first.env_file.path) if first is not None and first.env_file is not None else None,
         "stages": [{

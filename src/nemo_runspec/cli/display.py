@@ -198,10 +198,11 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
 
 
 def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob] | None = None, *,
-                  console: Console | None = None) -> int:
+                  console: Console | None = None, driver: str | None = None) -> int:
     """Print the dry run of a pipeline: each stage's dry run (its exact sbatch script
     when ``prepared`` has it, else its local command), then the dependency graph.
-    Skipped stages are listed, not shown. Returns 0."""
+    Skipped stages are listed, not shown. ``driver`` (the sbatch launcher) is the
+    script of the one allocation that runs the stages; it is shown last. Returns 0."""
     from rich.console import Console
     from rich.rule import Rule
 
@@ -217,7 +218,12 @@ def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob
     console.print(Rule("dependency graph"))
     for line in graph_lines(plans):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if prepared:
+    if driver is not None:
+        console.print(Rule("one allocation (--launcher sbatch): the script submitted"))
+        console.print(driver, markup=False, highlight=False, soft_wrap=True)
+        console.print("The stages' scripts above run in this allocation, in order, with bash; "
+                      "%j is the allocation's job id.", markup=False)
+    elif prepared:
         console.print("Each <stage> in a --dependency line is that stage's Slurm job id at submission; "
                       "dependants also get --kill-on-invalid-dep=yes.", markup=False)
     return 0

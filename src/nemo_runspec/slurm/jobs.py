@@ -209,11 +209,13 @@ def path_exists(remote: Remote, path: str) -> bool:
 
 def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], None], *,
                poll: float = 1.0, on_state: Callable[[JobState], None] | None = None,
-               settle: int = 30) -> JobState:
+               settle: int = 30, until: Callable[[], bool] | None = None) -> JobState:
     """Copy the log at ``path`` to ``write`` as it grows until job ``job_id`` has ended;
     return its final state (``exit_code`` set when sacct says how it ended: it is
     asked up to ``settle`` times, a second apart, since accounting may lag).
-    ``on_state`` sees each new queue state (PENDING with its reason, RUNNING...)."""
+    ``on_state`` sees each new queue state (PENDING with its reason, RUNNING...).
+    ``until`` ends the following earlier, while the job still runs (a stage of a
+    one-allocation pipeline that ended): the state returned is then the queue's."""
     from nemo_runspec.slurm.queue import squeue_state
 
     offset = 0
@@ -236,6 +238,9 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
         pump()
         if q[0] in TERMINAL_STATES:
             break
+        if until is not None and until():
+            pump()
+            return JobState(job_id, state=q[0], reason=_clean(q[1]), nodes=_clean(q[2]), source="squeue")
         time.sleep(poll)
     final = query_states(remote, [job_id])[job_id]
     tries = 1

@@ -221,9 +221,11 @@ class SlurmLaunch:
         return path
 
     # ------------------------------------------------------------------ submission
-    def launch(self) -> str:
+    def launch(self, *, schedule: bool = True) -> str | None:
         """Dry run, upload (SSH tunnel), then ``sbatch``: ``Experiment.run(detach=True)``
-        for this task. Returns the Slurm job id (also :attr:`job_id`)."""
+        for this task. Returns the Slurm job id (also :attr:`job_id`). With
+        ``schedule`` false it stops before ``sbatch`` (the script and code are in
+        place on the cluster; :mod:`nemo_runspec.pipeline_sbatch` runs it) and returns None."""
         from nemo_run.core.tunnel.client import SSHTunnel
 
         self.dryrun()
@@ -239,7 +241,8 @@ class SlurmLaunch:
             symlinks = [job.symlink_cmd() for job in tunnel.packaging_jobs.values() if job.symlink]
             if symlinks:
                 tunnel.run(" && ".join(symlinks))
-            self._schedule()
+            if schedule:
+                self._schedule()
         finally:
             if isinstance(tunnel, SSHTunnel):
                 tunnel.cleanup()

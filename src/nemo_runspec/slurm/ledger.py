@@ -182,6 +182,11 @@ class Pipe:
     env_file: str | None
     stages: tuple[PipeStage, ...]
     path: Path | None = None
+    #: ``nemo-run`` (a job per stage) or ``sbatch`` (every stage in one allocation)
+    launcher: str = "nemo-run"
+    #: the sbatch launcher's dir on the cluster (its driver, log and ``<stage>.rc`` files)
+    run_dir: str | None = None
+    driver_log: str | None = None
 
     def stage_submission(self, stage: PipeStage, recorded: Iterable[Submission] = ()) -> Submission | None:
         """The stage's job: its ledger line when there is one, else one made from the
@@ -364,7 +369,9 @@ def _pipe_from_json(data: Any, path: Path) -> Pipe:
             skipped=bool(st.get("skipped")), recipe=st.get("recipe"), log_path=st.get("log") or st.get("log_path"),
         ))
     return Pipe(id=data["id"], created=str(data.get("created") or ""), profile=data.get("profile"),
-                env_file=data.get("env_file"), stages=tuple(stages), path=path)
+                env_file=data.get("env_file"), stages=tuple(stages), path=path,
+                launcher=str(data.get("launcher") or "nemo-run"), run_dir=data.get("run_dir") or None,
+                driver_log=data.get("driver_log") or None)
 
 
 def load_pipe(pipe_id: str) -> Pipe | None:

@@ -38,8 +38,15 @@ def _slurm_message(stderr: str) -> str:
     return re.sub(r"^sbatch:\s*", "", msg)
 
 
-def submit_detached(job: PreparedJob) -> SubmittedJob:
-    """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it."""
+def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
+    """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it.
+
+    With ``schedule`` false everything but the ``sbatch`` call is done (code,
+    secrets file and script in place on the cluster) and the returned job has
+    ``job_id == ""``: the sbatch launcher (:mod:`nemo_runspec.pipeline_sbatch`)
+    runs such staged scripts one after another in a single allocation and calls
+    :func:`remove_staged` for them when its own submission fails.
+    """
     from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
@@ -71,8 +78,8 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             if job.is_ray:  # Slurm opens the --output file before the script can mkdir
                 make_remote_dir(job, job.ray_log_dir)
             launch = launch_for(job, job.base_dir)
-            launch.launch()
-        job_id = _accepted_job_id(launch)
+            launch.launch(schedule=schedule)
+        job_id = _accepted_job_id(launch) if schedule else ""
         if job_id is None:
             raise ExecutionError(f"sbatch returned no Slurm job id for {job.name}")
         job_name = launch.executor.job_details.job_name or job.job_name
@@ -94,17 +101,23 @@ def submit_detached(job: PreparedJob) -> SubmittedJob:
             raise
         raise _submission_error(job, exc) from None
     marker.unlink(missing_ok=True)
-    if job.is_ray:  # the driver's output goes to the batch log
-        sbatch_log = os.path.join(job.ray_log_dir, f"sbatch_{job_name}_{job_id}.out")
-        log = sbatch_log
-    else:
-        log = os.path.join(job.job_dir, f"log-{job_name}_{job_id}_0.out")
-        sbatch_log = os.path.join(job.job_dir, f"sbatch_{job_name}_{job_id}.out")
+    log, sbatch_log = log_paths(job, job_id, job_name)
     return SubmittedJob(
         job_id=job_id, job_dir=job.job_dir, name=job.name, prepared=job,
         log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
         squash_job_id=squash_job,
     )
+
+
+def log_paths(job: PreparedJob, job_id: str, job_name: str | None = None) -> tuple[str, str]:
+    """``(job output log, batch script log)`` of ``job`` run as Slurm job ``job_id``
+    (a Ray job's driver writes to the batch log, so both are that file)."""
+    job_name = job_name or job.job_name
+    if job.is_ray:
+        sbatch_log = os.path.join(job.ray_log_dir, f"sbatch_{job_name}_{job_id}.out")
+        return sbatch_log, sbatch_log
+    return (os.path.join(job.job_dir, f"log-{job_name}_{job_id}_0.out"),
+            os.path.join(job.job_dir, f"sbatch_{job_name}_{job_id}.out"))
 
 
 #: Name (plus ``.<pid>``) of the marker an experiment dir holds until Slurm accepted its job.
@@ -194,6 +207,12 @@ def _squash_first(job: PreparedJob, executor: Any) -> str | None:
 def _cleanup_failed(job: PreparedJob) -> None:
     remove_secrets(job)
     shutil.rmtree(job.local_exp_dir, ignore_errors=True)
+
+
+def remove_staged(job: PreparedJob) -> None:
+    """Undo ``submit_detached(job, schedule=False)``: the secrets file on the cluster and
+    the local experiment dir (best effort; a job that never ran leaves nothing behind)."""
+    _cleanup_failed(job)
 
 
 def submit(

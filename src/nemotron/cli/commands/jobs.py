@@ -459,6 +459,8 @@ def _pipe_logs(pipe: Any, subs: list[Submission], *, follow: bool, sbatch_log: b
     are cancelled by Slurm: --kill-on-invalid-dep)."""
     from nemo_runspec.slurm import jobs as sj
 
+    if follow and pipe.launcher == "sbatch" and pipe.run_dir:
+        return _follow_allocation(pipe, subs, sbatch_log=sbatch_log)
     for stage in pipe.stages:
         sub = pipe.stage_submission(stage, subs)
         if sub is None:
@@ -479,6 +481,36 @@ def _pipe_logs(pipe: Any, subs: list[Submission], *, follow: bool, sbatch_log: b
                 typer.echo(f"pipe {pipe.id}: stage {stage.name} failed (exit {code})", err=True)
             return code
     return 0
+
+
+def _follow_allocation(pipe: Any, subs: list[Submission], *, sbatch_log: bool) -> int:
+    """Follow a one-allocation pipe (``--launcher sbatch``): each stage's log until its
+    ``.rc`` file says it ended; the first failing stage's exit code ends it."""
+    from nemo_runspec.pipeline_sbatch import follow_stages
+    from nemo_runspec.slurm import jobs as sj
+
+    stages = [(st, pipe.stage_submission(st, subs)) for st in pipe.stages]
+    for st, sub in stages:
+        if sub is None:
+            typer.echo(f"== {st.name}: skipped", err=True)
+    running = [(st.name, (sub.sbatch_log_path if sbatch_log else sub.log_path) or sub.log_path or st.log_path or "")
+               for st, sub in stages if sub is not None]
+    first = next((sub for _, sub in stages if sub is not None), None)
+    if first is None:
+        return 0
+    remote = sj.remote_for(first)
+    try:
+        code = follow_stages(remote, first.job_id, running, pipe.run_dir, _write,
+                             lambda msg: typer.echo(msg, err=True))
+    except KeyboardInterrupt:
+        typer.echo(f"\nstopped following; allocation {first.job_id} keeps running "
+                   f"(`nemotron jobs cancel {pipe.id}` cancels it)", err=True)
+        return 130
+    finally:
+        sj.close(remote)
+    if code != 0:
+        typer.echo(f"pipe {pipe.id}: failed (exit {code})", err=True)
+    return code
 
 
 def _write(data: bytes) -> None:

@@ -52,6 +52,9 @@ def pipe(
     stages: str = typer.Option(None, "--stages", "-s", metavar="LIST",
                                help="Stages to run: names and ranges, e.g. 'pretrain,sft' or 'prep-sft:rl'"),
     no_resume: bool = typer.Option(False, "--no-resume", help="Run every stage, even those whose output exists"),
+    launcher: str = typer.Option("nemo-run", "--launcher", "-l", metavar="NAME",
+                                 help="On Slurm: nemo-run (a job per stage, an afterok chain) or sbatch "
+                                      "(every stage in one allocation, in order, no queueing between them)"),
 ) -> None:
     """Run the nano3 chain: data prep, pretrain, SFT, RL and evaluation.
 
@@ -63,23 +66,46 @@ def pipe(
         nemotron nano3 pipe -c tiny
         nemotron nano3 pipe -c tiny --stages pretrain:sft --dry-run
         nemotron nano3 pipe -c tiny --batch dev pretrain.fallback.max_steps=20
+        nemotron nano3 pipe -c tiny --run dev --launcher sbatch
     """
     from nemo_runspec import pipeline
     from nemo_runspec.cli.recipe_config import parse_recipe_config
 
-    raise typer.Exit(run_steps(pipeline.select_stages(STEPS, stages), parse_recipe_config(ctx), resume=not no_resume))
+    raise typer.Exit(run_steps(pipeline.select_stages(STEPS, stages), parse_recipe_config(ctx),
+                               resume=not no_resume, launcher=launcher))
 
 
-def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # noqa: ANN001 - a RecipeConfig
+LAUNCHERS = ("nemo-run", "sbatch")
+
+
+def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: ANN001 - a RecipeConfig
+              launcher: str = "nemo-run") -> int:
     """Compile ``steps`` from the command line ``recipe``, then show, run here, or submit them
-    to Slurm as one chain (following it when attached); returns the exit code."""
+    to Slurm as one chain, or as one allocation with ``launcher="sbatch"`` (following
+    it when attached); returns the exit code."""
     from nemo_runspec import packaging, pipeline
+    from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
+    from nemo_runspec.errors import CLIUsageError
 
+    if launcher not in LAUNCHERS:
+        raise CLIUsageError(f"--launcher {launcher!r} is not a pipeline launcher",
+                            hint=did_you_mean(launcher, LAUNCHERS) or f"choose one of {', '.join(LAUNCHERS)}")
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
     plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume)
+    one_allocation = launcher == "sbatch"
+    if one_allocation and plans[0].job.is_local:
+        raise CLIUsageError("--launcher sbatch runs the stages in one Slurm allocation: it needs a Slurm profile",
+                            hint="add --run PROFILE or --batch PROFILE; without a profile the stages run here in order")
     if any(p.job.dry_run for p in plans):  # -d, or dry_run = true in the profile
+        if one_allocation:
+            from nemo_runspec.pipeline_sbatch import prepare_allocation
+
+            if all(p.skip for p in plans):
+                return show_pipeline(plans, {})
+            alloc = prepare_allocation(plans, "<pipe id>", build_packager=packaging.build_packager)
+            return show_pipeline(plans, alloc.prepared, driver=alloc.driver)
         is_slurm = not plans[0].job.is_local
         prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
             if is_slurm else {}
@@ -92,10 +118,16 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True) -> int:  # 
         print("nothing to submit: every stage's output was made from the same config and inputs "
               "(--no-resume runs them again)")
         return 0
-    # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain.
-    sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
+    # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain,
+    # or (--launcher sbatch) into one allocation that runs them in order.
+    if one_allocation:
+        from nemo_runspec.pipeline_sbatch import follow_allocation, submit_allocation
+
+        sub = submit_allocation(plans, build_packager=packaging.build_packager)
+    else:
+        sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
     if all(p.job.attached for p in plans):  # --run, unless the profile says detach = true
-        return pipeline.follow_submission(sub)
+        return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
     print(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id})")
     return 0
