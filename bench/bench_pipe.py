@@ -8,7 +8,8 @@ Each measurement starts from an empty NEMOTRON_HOME and artifact registry:
   skips every stage;
 - cluster (needs `scripts/slurm-cluster.sh up`): `--batch` until the command
   returns with every stage submitted, then until the last stage has finished
-  (sacct), and the rerun that submits nothing.
+  (sacct), and the rerun that submits nothing; then the same chain in one
+  allocation (`--launcher sbatch`) from submission until it has finished.
 
 Results go to bench/results/pipe.json with the commands that produced them.
 """
@@ -91,6 +92,20 @@ def main() -> int:
             result["cluster_rerun_nothing_submitted_s"], _ = timed(
                 ["nano3", "pipe", "-c", "tiny", "--batch", "cluster"], env, work)
             result["cluster_command"] = "nemotron nano3 pipe -c tiny --batch cluster (2-node test cluster)"
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        work, env = sandbox()
+        try:  # the same chain in one allocation (--launcher sbatch)
+            start = time.perf_counter()
+            submit_s, out = timed(["nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--launcher", "sbatch"],
+                                  env, work)
+            ids = sorted({pair.split("=")[1] for pair in
+                          re.search(r"^pipe \S+: (.*)$", out, re.M).group(1).split(", ")})
+            while not finished(ids):
+                time.sleep(0.5)
+            result["allocation_submit_s"] = submit_s
+            result["allocation_chain_s"] = time.perf_counter() - start
+            result["allocation_command"] = "nemotron nano3 pipe -c tiny --batch cluster --launcher sbatch"
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

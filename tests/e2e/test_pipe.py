@@ -132,3 +132,41 @@ def test_a_rejected_stage_cancels_the_stages_already_queued(home, slurm_cluster)
     first = re.search(r"prep-pretrain: job (\d+)", proc.stderr).group(1)
     assert f"[pipe] cancelled {first}" in proc.stderr
     assert slurm_cluster.wait(first).state.startswith("CANCELLED")
+
+
+def test_sbatch_launcher_runs_the_stages_in_one_allocation(home, slurm_cluster):
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--launcher", "sbatch",
+                    "--no-resume", "--stages", "prep-pretrain:pretrain")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ids = job_ids(proc.stdout)
+    assert list(ids) == ["prep-pretrain", "pretrain"] and len(set(ids.values())) == 1
+    job_id = ids["pretrain"]
+    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
+    assert follow.returncode == 0, follow.stderr[-3000:]
+    assert re.findall(r"^== (\S+) \(job (\d+)\)", follow.stderr, re.M) == [("prep-pretrain", job_id),
+                                                                           ("pretrain", job_id)]
+    assert "[ray] cluster ready" in follow.stdout and "final loss" in follow.stdout, follow.stdout[-2000:]
+    assert slurm_cluster.wait(job_id).state == "COMPLETED"
+    record = json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())
+    assert record["launcher"] == "sbatch"
+    driver_log = Path(record["driver_log"]).read_text()
+    assert driver_log.index("[pipe] prep-pretrain: ended") < driver_log.index("[pipe] pretrain: started"), driver_log
+    reg = ArtifactRegistry(home["registry"])
+    assert reg.resolve("nano3-pretrain-model-tiny:latest").metadata["pipe_id"] == pipe_id
+
+
+def test_sbatch_launcher_stops_at_a_failing_stage(home, slurm_cluster):
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--launcher", "sbatch",
+                    "--no-resume", "--stages", "prep-pretrain:prep-sft",
+                    "pretrain.fallback.lr=-1", "pretrain.fallback.seed=11")
+    assert proc.returncode not in (0, None), proc.stdout[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "stage pretrain failed" in proc.stderr, proc.stderr[-2000:]
+    job_id = job_ids(proc.stdout)["pretrain"]
+    assert slurm_cluster.wait(job_id).state == "FAILED"
+    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    run_dir = Path(json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())["run_dir"])
+    assert (run_dir / "prep-pretrain.rc").read_text().strip() == "0"
+    assert (run_dir / "pretrain.rc").read_text().strip() not in ("", "0")
+    assert not (run_dir / "prep-sft.rc").exists()

@@ -78,3 +78,42 @@ def test_bad_input_is_one_line(sandbox, args, words):
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+# --- the sbatch launcher (one allocation) -------------------------------------------------
+
+
+def test_sbatch_launcher_dry_run_shows_one_allocation_that_runs_every_stage_in_order(sandbox):
+    with open(sandbox["env"]["NEMOTRON_ENV_FILE"], "a") as f:
+        f.write('time = "00:20:00"\n')
+    proc = nemotron(sandbox, "nano3", "pipe", "-c", "tiny", "--dry-run", "--batch", "dev", "--launcher", "sbatch")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    driver = out[out.index("one allocation (--launcher sbatch)"):]
+    stages = out[:out.index("one allocation (--launcher sbatch)")]
+    # the stages are staged as they are, with no chain between them
+    assert "--dependency" not in stages and "--kill-on-invalid-dep" not in stages
+    # the driver: 7 stages of 20 minutes, the shared allocation lines, the stages in order
+    assert "#SBATCH --time=02:20:00" in driver
+    assert "#SBATCH --account=acct" in driver and "#SBATCH --nodes=1" in driver
+    run_lines = re.findall(r"^run_stage (\S+) (\S+) (\S+) \|\|", driver, re.M)
+    assert [name for name, _, _ in run_lines] == ["prep-pretrain", "pretrain", "prep-sft", "sft",
+                                                  "prep-rl", "rl", "eval"]
+    for _, script, _log in run_lines:  # each is the staged script the dry run above showed
+        assert script.endswith("_sbatch.sh")
+    assert SECRET not in out + proc.stderr
+    assert not sandbox["nhome"].exists()
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--launcher", "sbatc", "--batch", "dev"], "did you mean 'sbatch'"),
+    (["--launcher", "sbatch"], "needs a Slurm profile"),
+    (["--launcher", "sbatch", "--batch", "dev", "pretrain.run.env.nodes=2"],
+     "stage pretrain asks for --nodes=2 but stage prep-pretrain for --nodes=1"),
+])
+def test_sbatch_launcher_bad_input_is_one_line(sandbox, args, words):
+    proc = nemotron(sandbox, "nano3", "pipe", "-c", "tiny", "--dry-run", *args)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words in lines[0], proc.stderr
