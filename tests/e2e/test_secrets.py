@@ -15,7 +15,8 @@ from .helpers import Out, profile, runspec, write_script
 pytestmark = [pytest.mark.slurm]
 
 
-run = pytest.importorskip("nemo_run")
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
+
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
 
 

@@ -16,7 +16,8 @@ from .helpers import Out, profile, runspec, write_script
 pytestmark = [pytest.mark.slurm]
 
 
-run = pytest.importorskip("nemo_run")
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
+
 from nemo_runspec.slurm import (  # noqa: E402
     Remote,
     follow,

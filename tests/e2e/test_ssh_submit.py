@@ -13,7 +13,8 @@ from .helpers import Out, profile, runspec, write_script
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ssh]
 
-run = pytest.importorskip("nemo_run")
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
+
 from nemo_runspec.slurm import prepare_job, submit  # noqa: E402
 
 

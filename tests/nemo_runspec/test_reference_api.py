@@ -46,7 +46,8 @@ def env_toml(tmp_path, monkeypatch):
 
 
 def test_create_executor_with_env_env_vars_and_packager_only(env_toml):
-    run = pytest.importorskip("nemo_run")
+    import nemo_run as run
+
     from nemo_runspec.env import load_env_profile
     from nemo_runspec.execution import create_executor
 
@@ -59,7 +60,8 @@ def test_create_executor_with_env_env_vars_and_packager_only(env_toml):
 
 
 def test_create_executor_local_profile_needs_no_runspec():
-    run = pytest.importorskip("nemo_run")
+    import nemo_run as run
+
     from nemo_runspec.execution import create_executor
 
     executor = create_executor(env={"executor": "local"}, env_vars={}, packager=run.Packager())

@@ -98,10 +98,10 @@ def test_experiment_dir_of_a_killed_submission_is_removed(tmp_path):
 
 
 def test_dry_run_render_leaves_no_dir_and_sweeps_killed_ones(tmp_path, monkeypatch):
-    import pytest
 
-    run = pytest.importorskip("nemo_run")
     from types import SimpleNamespace as NS
+
+    import nemo_run as run
 
     from nemo_runspec.slurm import prepare_job, render_sbatch
 

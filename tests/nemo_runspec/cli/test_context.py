@@ -268,10 +268,11 @@ def test_force_squash_is_accepted_and_says_it_has_no_effect(tmp_path):
      ("--runn", "--run"), ("--bach", "--batch"), ("--env_file", "--env-file")],
 )
 def test_mistyped_global_is_an_error_not_a_script_argument(word, suggestion, tmp_path):
-    proc = _run(["nano3", "pretrain", "-c", "tiny", word, "x"], cwd=tmp_path)
+    home = tmp_path / "home"  # where a local run would write its job dir (and train.yaml)
+    proc = _run(["nano3", "pretrain", "-c", "tiny", word, "x"], cwd=tmp_path, env={"NEMOTRON_HOME": str(home)})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"did you mean '{suggestion}'" in proc.stderr and "put it after --" in proc.stderr
-    assert not list(tmp_path.rglob("train.yaml"))  # nothing ran
+    assert not list(home.rglob("train.yaml")) and not list(tmp_path.rglob("train.yaml"))  # nothing ran
 
 
 def test_near_global_after_double_dash_passes_through():

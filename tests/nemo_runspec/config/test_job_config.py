@@ -337,7 +337,7 @@ def test_save_configs_overwrites_atomically(tmp_path: Path) -> None:
 
 
 def test_with_real_env_profile(recipe: Path, tmp_path: Path) -> None:
-    env = pytest.importorskip("nemo_runspec.env")
+    import nemo_runspec.env as env
     env_file = write(
         tmp_path / "env.toml",
         """\

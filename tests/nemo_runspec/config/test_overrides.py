@@ -240,7 +240,7 @@ def test_run_env_any_key_allowed_without_env_module(cfg, monkeypatch) -> None:
 
 
 def test_run_env_with_real_profile_keys(cfg) -> None:
-    env = pytest.importorskip("nemo_runspec.env")
+    import nemo_runspec.env as env
     assert "partition" in env.PROFILE_KEYS
     assert apply_overrides(cfg, ["run.env.partition=p"]).run.env.partition == "p"
     with pytest.raises(ConfigError, match=r"did you mean 'run.env.partition'\?"):

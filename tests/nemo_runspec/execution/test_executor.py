@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from types import SimpleNamespace as NS
 
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
 from nemo_runspec.errors import ExecutionError
@@ -15,8 +16,6 @@ from nemo_runspec.execution import (
     shell_value,
     split_env_vars,
 )
-
-run = pytest.importorskip("nemo_run")
 
 
 def spec(launch="direct", nodes=3, gpus=4, image="nvcr.io/nvidia/nemo:25.01", env=None):

@@ -10,9 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
-pytest.importorskip("nemo_run")
+import nemo_run  # noqa: E402,F401 - a required dependency: a broken install fails, never skips
 
 
 def _python(code: str) -> dict:

@@ -125,13 +125,12 @@ def test_staged_change_then_reverted_in_worktree(tmp_path):
     assert tar_contents(plan.archive_path)["README.md"] == b"readme\n"
 
 
-def test_warm_call_is_fast_and_cache_survives_corruption(tmp_path):
+def test_warm_call_reuses_the_cache_and_cache_survives_corruption(tmp_path):
+    # how fast the warm call is lives in bench/bench_packaging.py, not here
     repo = make_repo(tmp_path / "r", {f"d{i % 10}/f{i}.py": f"x = {i}\n" * 50 for i in range(400)})
     package_code(repo, tmp_path / "a.tar.gz")
-    t0 = time.perf_counter()
     warm = package_code(repo, tmp_path / "b.tar.gz")
     assert warm.cached is True
-    assert time.perf_counter() - t0 < 0.5  # generous: the bench measures the real number
     # a truncated cache entry is not reused
     cached = tmp_path / "home" / "cache" / "packages" / f"{warm.fingerprint}.tar.gz"
     os.unlink(tmp_path / "a.tar.gz")

@@ -10,14 +10,12 @@ import stat
 from pathlib import Path
 from types import SimpleNamespace as NS
 
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
 from nemo_runspec.errors import CLIUsageError
-from nemo_runspec.slurm import ledger
+from nemo_runspec.slurm import SubmittedJob, ledger, prepare_job  # noqa: E402
 from nemo_runspec.slurm.ledger import Pipe, Submission
-
-run = pytest.importorskip("nemo_run")
-from nemo_runspec.slurm import SubmittedJob, prepare_job  # noqa: E402
 
 SECRET = "hf_ledgerSECRETvalue0123456789abcd"
 PROFILE_SECRET = "profile-password-value-42"

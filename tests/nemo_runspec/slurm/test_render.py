@@ -7,12 +7,11 @@ import socket
 import time
 from types import SimpleNamespace as NS
 
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.tunnels import probe_ssh
-
-run = pytest.importorskip("nemo_run")
 from nemo_runspec.slurm import prepare_job, render_sbatch  # noqa: E402
 
 SECRET = "hf_renderSecretValue0123456789"

@@ -7,6 +7,7 @@ import os
 import subprocess
 from types import SimpleNamespace as NS
 
+import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,8 +15,6 @@ from hypothesis import strategies as st
 from nemo_runspec.env.validation import validate_run_env
 from nemo_runspec.errors import EnvFileError
 from nemo_runspec.execution.executor import shell_value
-
-run = pytest.importorskip("nemo_run")
 from nemo_runspec.slurm import prepare_job, render_sbatch  # noqa: E402
 
 BASE = {"executor": "slurm", "account": "acct", "partition": "debug", "container_image": ""}

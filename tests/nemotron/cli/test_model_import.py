@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch  # noqa: E402 - in the test extra: never skipped
 from typer.testing import CliRunner
 
 from nemo_runspec.artifact_registry import get_registry, set_registry
 from nemo_runspec.cli.context import GlobalContext
 from nemotron.cli.commands.nano3.model.import_ import app
 
-torch = pytest.importorskip("torch")
 runner = CliRunner()
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("nemo_evaluator_launcher")
+try:
+    import nemo_evaluator_launcher
+except ImportError:  # the eval extra is not in the test venv (its hydra-core pin is a release candidate)
+    nemo_evaluator_launcher = None
+
+pytestmark = [
+    pytest.mark.allowed_skip("needs `pip install 'nemotron[eval]'`, which the test venv does not install"),
+    pytest.mark.skipif(nemo_evaluator_launcher is None, reason="nemo-evaluator-launcher not installed"),
+]
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = ROOT / "src/nemotron/recipes/nano3/eval/config/default.yaml"

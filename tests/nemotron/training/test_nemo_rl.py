@@ -59,6 +59,7 @@ def test_every_name_we_use_exists_at_the_pin():
     assert missing == []
 
 
+@pytest.mark.allowed_skip("needs a NeMo-RL git checkout (NEMO_RL_SRC), which a clean clone does not have")
 def test_manifest_is_what_the_pinned_source_says():
     src = os.environ.get("NEMO_RL_SRC")
     if not src:

@@ -1,0 +1,46 @@
+"""Suite-wide rule: under ``CI=true`` a skipped test fails the run.
+
+A skip there means something the suite needs is missing (a broken install, a
+cluster that did not come up) and a green run would hide it. The only skips
+allowed are tests marked ``allowed_skip``, each with the reason CI cannot have
+what it needs (an optional extra, a source tree outside the checkout).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_SKIPPED: list[str] = []
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "allowed_skip(reason): this test may skip under CI=true, for the reason given")
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if _ci() and report.skipped:
+        _SKIPPED.append(f"{report.nodeid} (whole module)")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _ci() and report.skipped and "allowed_skip" not in report.keywords and not hasattr(report, "wasxfail"):
+        _SKIPPED.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
+    if _SKIPPED:
+        terminalreporter.section("skips not allowed under CI=true", red=True)
+        for nodeid in _SKIPPED:
+            terminalreporter.line(f"{nodeid}: skipped; under CI=true only tests marked allowed_skip may skip")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _SKIPPED and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
