@@ -31,7 +31,6 @@ Inputs are resolved when each stage starts, as with the other launchers.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +47,7 @@ from nemo_runspec.pipeline import (
     stage_env,
     write_record,
 )
+from nemo_runspec.slurm.limits import slurm_seconds, slurm_time
 
 if TYPE_CHECKING:
     from nemo_runspec.job import CompiledJob
@@ -110,31 +110,6 @@ def sbatch_options(script: str) -> list[tuple[str, str]]:
             name, _, value = name.partition(" ")
         options.append((name.strip(), value.strip()))
     return options
-
-
-_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
-
-
-def slurm_seconds(value: str) -> int:
-    """Seconds in a Slurm time limit: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``,
-    ``D-HH:MM`` or ``D-HH:MM:SS`` (``sbatch --time``'s formats)."""
-    m = _TIME.match(value.strip())
-    if not m:
-        raise ConfigError(f"time {value!r} is not a Slurm time limit",
-                          key="run.env.time", hint="write HH:MM:SS or D-HH:MM:SS")
-    days, a, b, c = m.groups()
-    if days is not None:  # D-HH[:MM[:SS]]
-        return int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
-    if c is not None:  # HH:MM:SS
-        return int(a) * 3600 + int(b) * 60 + int(c)
-    return int(a) * 60 + int(b or 0)  # MM[:SS]
-
-
-def slurm_time(seconds: int) -> str:
-    """``D-HH:MM:SS`` (days only when there are any)."""
-    days, rest = divmod(max(seconds, 60), 86400)
-    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{text}" if days else text
 
 
 def allocation_options(scripts: Mapping[str, str]) -> tuple[list[tuple[str, str]], str | None]:

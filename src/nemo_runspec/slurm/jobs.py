@@ -216,7 +216,7 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
     ``on_state`` sees each new queue state (PENDING with its reason, RUNNING...).
     ``until`` ends the following earlier, while the job still runs (a stage of a
     one-allocation pipeline that ended): the state returned is then the queue's."""
-    from nemo_runspec.slurm.queue import squeue_state
+    from nemo_runspec.slurm.queue import NEVER_STARTS, squeue_state
 
     offset = 0
     last: tuple[str, str] | None = None
@@ -238,6 +238,10 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
         pump()
         if q[0] in TERMINAL_STATES:
             break
+        if q[0] == "PENDING" and q[1] in NEVER_STARTS:  # it would be followed forever
+            return JobState(job_id, state=q[0], reason=q[1], source="squeue",
+                            note=f"can never start: Slurm says {q[1]} ({NEVER_STARTS[q[1]]}); "
+                                 f"cancel it with nemotron jobs cancel {job_id}")
         if until is not None and until():
             pump()
             return JobState(job_id, state=q[0], reason=_clean(q[1]), nodes=_clean(q[2]), source="squeue")

@@ -16,6 +16,7 @@ from nemo_runspec.errors import ExecutionError
 from nemo_runspec.secrets import redact_text
 from nemo_runspec.slurm.prepared import SubmittedJob
 from nemo_runspec.slurm.queue import (
+    NEVER_STARTS,
     exit_code_from_sacct,
     final_sacct_info,
     squeue_start,
@@ -115,11 +116,32 @@ def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
     return 1
 
 
+def _never_starts(sub: SubmittedJob, remote: Remote, console: Any, reason: str) -> int:
+    """The job waits for something Slurm will never give it: cancel it and say why."""
+    from rich.markup import escape
+
+    rc, _, err = remote.run(f"scancel {sub.job_id}")
+    sub.state, sub.exit_code = "CANCELLED", 1
+    done = "cancelled it" if rc == 0 else f"could not cancel it ({' '.join(err.split())}): scancel {sub.job_id}"
+    console.print(f"[red]job {sub.job_id} can never start: Slurm says {escape(reason)} "
+                  f"({escape(NEVER_STARTS[reason])}); {escape(done)}[/]", highlight=False)
+    console.print("  change the profile's nodes/time/partition/account (or ask for a limit change) "
+                  "and submit again", highlight=False, markup=False)
+    remove_secrets(sub.prepared)
+    return 1
+
+
+#: seconds between two ``squeue --start`` questions while a job is pending
+START_EVERY = 30.0
+
+
 def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
     from rich.markup import escape
 
     offset = 0
     last_state: tuple[str, ...] | None = None
+    last_start: str | None = None
+    asked_start = -START_EVERY
 
     def pump() -> None:
         nonlocal offset
@@ -137,13 +159,20 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         sub.state, sub.reason, sub.nodes = state, reason or "", nodes or ""
         if state == "PENDING" and reason == "DependencyNeverSatisfied":
             return _dependency_failed(sub, remote, console)
+        if state == "PENDING" and reason in NEVER_STARTS:
+            return _never_starts(sub, remote, console, reason)
         if state == "PENDING":
             key: tuple[str, ...] = (state, reason)
-            if key != last_state:
-                start = squeue_start(remote, sub.job_id)
+            # The estimate is often unknown at first (the backfill scheduler has not
+            # run yet): ask again every START_EVERY seconds, print when it changes.
+            start = last_start
+            if key != last_state or time.monotonic() - asked_start >= START_EVERY:
+                start, asked_start = squeue_start(remote, sub.job_id), time.monotonic()
+            if key != last_state or start != last_start:
                 est = f", estimated start {start}" if start else ""
                 console.print(f"[dim]job {sub.job_id}: {escape(describe_state(sub) + est)}[/]",
                               highlight=False)
+            last_start = start
         else:
             key = (state, nodes)
             if key != last_state:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
+from nemo_runspec.errors import ExecutionError
 from nemo_runspec.slurm.remote import Remote
 
 TERMINAL_STATES = {
@@ -12,16 +14,72 @@ TERMINAL_STATES = {
     "PREEMPTED", "BOOT_FAIL", "DEADLINE", "REVOKED",
 }
 
+#: Pending reasons that never resolve by themselves: the job asks for more than
+#: its partition, account or QOS will ever give it (Slurm's reason codes).
+NEVER_STARTS = {
+    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
+    "PartitionTimeLimit": "its time limit is above its partition's",
+    "PartitionConfig": "its partition cannot run it as asked (account, QOS or node configuration)",
+    "BadConstraints": "its constraints match no node",
+    "InvalidAccount": "its account is not valid",
+    "InvalidQOS": "its QOS is not valid",
+    "AccountNotAllowed": "its account may not use this partition",
+    "QOSMaxNodePerJobLimit": "it asks for more nodes than its QOS allows a job",
+    "QOSMaxWallDurationPerJobLimit": "its time limit is above what its QOS allows a job",
+    "QOSMaxCpuPerJobLimit": "it asks for more CPUs than its QOS allows a job",
+    "QOSMaxGRESPerJob": "it asks for more GPUs than its QOS allows a job",
+    "DependencyNeverSatisfied": "a job it depends on failed",
+}
 
-def squeue_state(remote: Remote, job_id: str) -> tuple[str, str, str] | None:
-    """``(state, reason, nodes)`` from squeue, or None once the job left the queue."""
-    rc, out, _ = remote.run(f"squeue -h -j {job_id} -o '%T|%r|%N'")
-    line = out.strip().splitlines()[0] if rc == 0 and out.strip() else ""
-    if not line:
-        return None
-    state, _, rest = line.partition("|")
-    reason, _, nodes = rest.partition("|")
-    return state.strip(), reason.strip(), nodes.strip()
+#: Seconds ``squeue`` may keep failing before following gives up (Slurm
+#: controllers restart, networks blink); ``NEMOTRON_SLURM_RETRY_SECONDS`` overrides.
+RETRY_SECONDS = 120.0
+
+
+class SchedulerUnreachable(ExecutionError):
+    """squeue kept failing for longer than the retry bound; the job may still be running."""
+
+
+def _retry_seconds() -> float:
+    try:
+        return float(os.environ.get("NEMOTRON_SLURM_RETRY_SECONDS", RETRY_SECONDS))
+    except ValueError:
+        return RETRY_SECONDS
+
+
+def squeue_state(remote: Remote, job_id: str, *, retry_for: float | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[str, str, str] | None:
+    """``(state, reason, nodes)`` from squeue, or None once the job left the queue.
+
+    A failing ``squeue`` (other than Slurm saying it does not know the job) is
+    retried with backoff (1, 2, 4 ... 15 s) for up to ``retry_for`` seconds
+    (default :data:`RETRY_SECONDS`); then :class:`SchedulerUnreachable` is raised,
+    naming the job and how to follow it later. It never means the job ended.
+    """
+    budget = _retry_seconds() if retry_for is None else retry_for
+    waited, delay = 0.0, 1.0
+    while True:
+        rc, out, err = remote.run(f"squeue -h -j {job_id} -o '%T|%r|%N'")
+        if rc == 0:
+            line = out.strip().splitlines()[0] if out.strip() else ""
+            if not line:
+                return None
+            state, _, rest = line.partition("|")
+            reason, _, nodes = rest.partition("|")
+            return state.strip(), reason.strip(), nodes.strip()
+        if "invalid job id" in (err + out).lower():  # purged from the controller: it ended
+            return None
+        if waited >= budget:
+            why = " ".join((err or out).split()) or f"exit status {rc}"
+            raise SchedulerUnreachable(
+                f"squeue kept failing for {waited:.0f}s while following job {job_id} ({why}); "
+                "the job may still be running",
+                hint=f"follow it later with: nemotron jobs logs -f {job_id}   (NEMOTRON_SLURM_RETRY_SECONDS "
+                     "sets how long to retry)")
+        step = min(delay, 15.0, max(budget - waited, 0.1))
+        sleep(step)
+        waited += step
+        delay *= 2
 
 
 def squeue_start(remote: Remote, job_id: str) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError, SubmissionError
+from nemo_runspec.slurm.limits import check_partition_limits
 from nemo_runspec.slurm.monitor import detach, follow
 from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
@@ -56,6 +57,9 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
 
     probe_tunnel(job.values)
     executor = job.executor
+    with quiet_nemo_run():  # before anything is created: a job its partition can never run
+        check_partition_limits(_tunnel_runner(executor.tunnel), partition=executor.partition,
+                               nodes=executor.nodes, time_limit=executor.time, source=f"job {job.name}")
     sweep_unsubmitted(job.base_dir)
     try:
         job.local_exp_dir.mkdir(parents=True, exist_ok=True)
@@ -107,6 +111,17 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
         log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
         squash_job_id=squash_job,
     )
+
+
+def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:
+    """``cmd -> (rc, stdout, stderr)`` through a nemo-run tunnel (the one sbatch will use)."""
+    def run(cmd: str) -> tuple[int, str, str]:
+        try:
+            r = tunnel.run(cmd, hide=True, warn=True)
+        except Exception as exc:  # noqa: BLE001 - an unanswered check is no check; sbatch still decides
+            return 1, "", str(exc)
+        return r.return_code, r.stdout, r.stderr
+    return run
 
 
 def log_paths(job: PreparedJob, job_id: str, job_name: str | None = None) -> tuple[str, str]:
