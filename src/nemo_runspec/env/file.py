@@ -82,6 +82,13 @@ _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
 
 
+
+def deepest_line(text: str) -> int:
+    """1-based line with the most ``[``/``{`` openers (where a value nests deepest)."""
+    counts = [ln.count("[") + ln.count("{") for ln in text.splitlines()] or [0]
+    return counts.index(max(counts)) + 1
+
+
 def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
     """Read and parse an env.toml (profiles are validated when they are loaded).
 
@@ -125,6 +132,9 @@ def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
             line = text.count("\n") + 1
             msg = _TOML_END.sub(" (at end of file)", msg)
         raise EnvFileError(f"invalid TOML: {msg}", path=path, line=line) from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise EnvFileError("invalid TOML: values nested too deeply", path=path, line=deepest_line(text),
+                           hint="an env.toml value needs a few levels of nesting at most") from None
     lines = line_map(text)
     profiles: dict[str, dict[str, Any]] = {}
     sections: dict[str, dict[str, Any]] = {name: {} for name in RESERVED_SECTIONS}
