@@ -31,23 +31,29 @@ LABEL_TABLES = frozenset({"env_sources"})
 
 # How a name is judged (split into lower-case words on snake/camel/kebab case):
 #
-# - a *strong* word anywhere makes it a secret (``DB_PASSWORD``, ``client_secret``),
-#   unless the name ends in a path-like word (``password_file`` holds a path);
-# - a *weak* word (key, token, auth, pat) makes it a secret only as the last word,
+# - a *strong* word anywhere, even inside a word, makes it a secret (``DB_PASSWORD``,
+#   ``client_secret``, ``MYPASSWORD``), unless the name ends in a path-like word
+#   (``password_file`` holds a path);
+# - a *weak* word (key, token, auth, pat, pass) makes it a secret only as the last word,
 #   and only when the word before it is not an ordinary data/tokenizer word:
 #   ``prompt_key``, ``sort_key``, ``pad_token`` and ``max_tokens`` are not secrets,
 #   ``api_key``, ``secret_key``, ``HF_TOKEN`` and ``auth_token`` are.
 _STRONG_WORDS = frozenset({
     "apikey", "secret", "password", "passwd", "pwd", "passphrase", "credential", "credentials",
 })
-_WEAK_WORDS = frozenset({"key", "token", "auth", "pat"})
+# Strong words also count inside a word: MYPASSWORD, dbpassword, ApiKeySecret.
+_STRONG_PARTS = ("password", "passwd", "passphrase", "secret", "credential", "apikey")
+_WEAK_WORDS = frozenset({"key", "token", "auth", "pat", "pass"})
+# Words before ``_pass`` that make it a count or a mode (``first_pass``), not a password.
+_PASS_WORDS = frozenset({"first", "second", "third", "last", "num", "multi", "single", "one", "two",
+                         "by", "no", "skip", "forward", "backward", "fwd", "bwd", "extra", "each", "every"})
 # Words before ``_key`` that make it a data-field / index key, not a credential.
 _DATA_KEY_WORDS = frozenset({
     "prompt", "text", "answer", "label", "labels", "input", "inputs", "output", "outputs",
     "message", "messages", "content", "role", "id", "name", "field", "column", "sort",
     "cache", "group", "dict", "lookup", "primary", "foreign", "partition", "hash", "join",
     "question", "response", "context", "system", "chosen", "rejected", "completion",
-    "target", "source", "image", "tools", "conversation", "conversations", "public", "ssh",
+    "target", "source", "image", "tools", "conversation", "conversations", "public",
     "metadata", "data", "dataset", "split", "value", "index", "map", "shard", "sample",
 })
 # Words before ``_token`` that make it a tokenizer setting or a count, not a credential.
@@ -88,7 +94,7 @@ def is_secret_name(name: str) -> bool:
         return False
     if len(words) > 2 and words[-2:] == ["key", "id"]:
         words = words[:-1]  # AWS_ACCESS_KEY_ID is judged like AWS_ACCESS_KEY
-    if any(w in _STRONG_WORDS for w in words):
+    if any(w in _STRONG_WORDS or any(part in w for part in _STRONG_PARTS) for w in words):
         return True
     last = words[-1]
     if last not in _WEAK_WORDS:
@@ -98,8 +104,10 @@ def is_secret_name(name: str) -> bool:
         return False
     if last == "token" and before in _TOKENIZER_WORDS:
         return False
-    if last in ("auth", "pat") and before is None:
-        return False  # a bare "auth"/"pat" is usually a mode or pattern name
+    if last == "pass" and before in _PASS_WORDS:
+        return False
+    if last in ("auth", "pat", "pass") and before is None:
+        return False  # a bare "auth"/"pat"/"pass" is usually a mode, pattern or count
     return True
 
 

@@ -16,7 +16,7 @@ NOT_SECRET_NAMES = [
     "prompt_key", "text_key", "answer_key", "label_key", "sort_key", "input_key", "output_key",
     "message_key", "messages_key", "content_key", "role_key", "id_key", "name_key", "field_key",
     "column_key", "cache_key", "group_key", "dict_key", "lookup_key", "primary_key",
-    "foreign_key", "partition_key", "hash_key", "join_key", "ssh_key", "public_key",
+    "foreign_key", "partition_key", "hash_key", "join_key", "ssh_key_file", "public_key",
     "tokenizer", "tokenizer_model", "max_tokens", "num_tokens", "pad_token", "eos_token",
     "key_path", "key_file", "password_file", "api_key_env", "PWD", "OLDPWD", "seq_length",
     "pattern", "author", "", "keys",
@@ -35,14 +35,14 @@ def test_not_secret_names(name: str) -> None:
 
 def test_redact_nested_replaces_only_secret_keys() -> None:
     obj = {
-        "run": {"env": {"HF_TOKEN": "abcd1234efgh", "NODES": 2, "ssh_key": "/home/u/.ssh/id"}},
+        "run": {"env": {"HF_TOKEN": "abcd1234efgh", "NODES": 2, "ssh_key_path": "/home/u/.ssh/id"}},
         "data": [{"prompt_key": "question", "api_key": "xyz-9876"}, ("plain", 3)],
         "model": {"tokenizer": "gpt2"},
     }
     out = redact(obj)
     assert out["run"]["env"]["HF_TOKEN"] == REDACTED
     assert out["run"]["env"]["NODES"] == 2
-    assert out["run"]["env"]["ssh_key"] == "/home/u/.ssh/id"
+    assert out["run"]["env"]["ssh_key_path"] == "/home/u/.ssh/id"
     assert out["data"][0] == {"prompt_key": "question", "api_key": REDACTED}
     assert out["data"][1] == ("plain", 3)
     assert out["model"]["tokenizer"] == "gpt2"
@@ -189,3 +189,17 @@ def test_saved_configs_and_script_config_use_the_same_rule() -> None:
     for text in files.values():
         assert "sk-literal-value" not in text and "1234567" not in text
         assert "use_auth_token: true" in text and "${oc.env:HF_TOKEN}" in text and "<pad>" in text
+
+
+@pytest.mark.parametrize("name", [
+    "SSH_KEY", "MYPASSWORD", "dbpassword", "DB_PASS", "SMTP_PASS", "MySecretValue", "ClientApikey",
+    "PRIVATE_KEY", "MY_CREDENTIALS", "userPassphrase",
+])
+def test_secret_names_found_inside_words_and_by_pass(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["first_pass", "num_pass", "pass", "BYPASS", "password_file", "SSH_KEY_PATH",
+                                  "secret_env"])
+def test_pass_counts_and_paths_are_not_secret(name):
+    assert not is_secret_name(name)
