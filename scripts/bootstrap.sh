@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install the project into it, editable.
 #   scripts/bootstrap.sh          -> runtime deps (CLI, nemo-run, Ray, tokenizers)
-#   scripts/bootstrap.sh test     -> plus torch (CPU), megatron-core, pytest, hypothesis, ruff
+#   scripts/bootstrap.sh test     -> plus torch (CPU), megatron-core, wandb, pytest, hypothesis, ruff
 # Idempotent: a second run with nothing changed takes a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,6 +19,7 @@ class Artifact:
 
     name: str
     version: int
+    """1, 2, ...; 0 for a W&B publish in offline mode (W&B numbers it when the run is synced)."""
     path: str
     """Where the payload lives: a local path or an fsspec URL."""
     metadata: Mapping[str, Any] = field(default_factory=dict)

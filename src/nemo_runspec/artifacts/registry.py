@@ -5,7 +5,9 @@ a training config consumes it with ``${art:data,path}``. Two backends:
 
 - :class:`FsspecBackend` — any fsspec URL (default ``file://$NEMOTRON_HOME/artifacts``);
   see :mod:`nemo_runspec.artifacts.fsspec_backend` for its layout and atomicity.
-- :class:`WandbBackend` — W&B artifacts (``wandb`` is imported only when used).
+- :class:`WandbBackend` — W&B artifacts (``wandb`` is imported only when used;
+  see :mod:`nemo_runspec.artifacts.wandb_backend`). A job gets it as
+  ``$NEMOTRON_ARTIFACTS_ROOT=wandb://ENTITY/PROJECT``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class ArtifactRegistry:
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, backend: Backend | None = None) -> None:
+        if backend is None and root is not None and str(root).startswith("wandb://"):
+            backend = WandbBackend.from_url(str(root))  # $NEMOTRON_ARTIFACTS_ROOT handed to a job
         if backend is None:
             if root is None:
                 from nemo_runspec.paths import nemotron_home
@@ -121,7 +125,11 @@ _REGISTRY: ArtifactRegistry | None = None
 
 def registry_from_config(artifacts: Mapping[str, Any] | None, *,
                          wandb: Mapping[str, Any] | None = None) -> ArtifactRegistry:
-    """Build a registry from an env.toml ``[artifacts]`` table (``backend``, ``root``)."""
+    """Build a registry from an env.toml ``[artifacts]`` table (``backend``, ``root``).
+
+    For ``backend = "wandb"`` the entity and project are ``[wandb]``'s (``wandb``),
+    and ``root`` is where copied versions are downloaded.
+    """
     artifacts = dict(artifacts or {})
     backend = artifacts.get("backend", "file")
     if backend == "wandb":

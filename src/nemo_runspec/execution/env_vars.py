@@ -25,8 +25,10 @@ def _wandb_enabled(job_config: Any) -> bool:
     if wandb is False:
         return False
     if wandb is None:
-        # Megatron-Bridge configs turn W&B on by naming a project in `logger`.
-        return bool(lookup(job_config, "logger", "wandb_project"))
+        # Megatron-Bridge configs turn W&B on by naming a project in `logger`,
+        # NeMo-RL configs with `logger.wandb_enabled`.
+        return bool(lookup(job_config, "logger", "wandb_project")
+                    or lookup(job_config, "logger", "wandb_enabled") is True)
     if isinstance(wandb, bool):
         return wandb
     enabled = lookup(wandb, "enabled")
@@ -49,10 +51,10 @@ def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = No
 
     Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
     Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
-    then env.toml ``[wandb]`` (``project``, ``entity``); ``[wandb]`` ``mode``,
+    NeMo-RL's ``logger.wandb.project``/``entity``/``name``, then env.toml ``[wandb]`` (``project``, ``entity``); ``[wandb]`` ``mode``,
     ``group`` and ``tags`` become ``WANDB_MODE``/``WANDB_RUN_GROUP``/``WANDB_TAGS``.
-    W&B is on only when the job config turns it on (``logger.wandb_project`` or a
-    ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
+    W&B is on only when the job config turns it on (``logger.wandb_project``,
+    ``logger.wandb_enabled: true`` or a ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
     The result also holds ``api_key_env``: the name of the variable holding the
     API key (default ``WANDB_API_KEY``). ``wandb_section`` is the ``[wandb]``
     table of the command's env.toml (discovered when None). Never contacts W&B.
@@ -61,16 +63,19 @@ def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = No
     wandb = lookup(job_config, "wandb") or lookup(job_config, "run", "wandb")
     wandb = wandb if not isinstance(wandb, bool) else None
     out: dict[str, str] = {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
-    for var, keys in (("WANDB_PROJECT", (("wandb", "project"), ("logger", "wandb_project"), ("[wandb]", "project"))),
-                      ("WANDB_ENTITY", (("wandb", "entity"), ("logger", "wandb_entity"), ("[wandb]", "entity"))),
-                      ("WANDB_NAME", (("wandb", "name"), ("logger", "wandb_exp_name")))):
-        for where, key in keys:
+    # ("logger", "wandb", KEY): NeMo-RL's logger.wandb section
+    for var, keys in (("WANDB_PROJECT", (("wandb", "project"), ("logger", "wandb_project"),
+                                         ("logger", "wandb", "project"), ("[wandb]", "project"))),
+                      ("WANDB_ENTITY", (("wandb", "entity"), ("logger", "wandb_entity"),
+                                        ("logger", "wandb", "entity"), ("[wandb]", "entity"))),
+                      ("WANDB_NAME", (("wandb", "name"), ("logger", "wandb_exp_name"), ("logger", "wandb", "name")))):
+        for where, *key in keys:
             if where == "wandb":
-                value = lookup(wandb, key) if wandb is not None else None
+                value = lookup(wandb, *key) if wandb is not None else None
             elif where == "[wandb]":
-                value = section.get(key)
+                value = section.get(key[0])
             else:
-                value = lookup(job_config, where, key)
+                value = lookup(job_config, where, *key)
             if value not in (None, ""):
                 out[var] = str(value)
                 break
@@ -116,7 +121,7 @@ def split_env_vars(
     Merge order (later wins): runspec ``env`` < profile ``env_vars``. W&B settings
     (``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_NAME``) are added only when the
     job config enables wandb; ``WANDB_API_KEY`` is forwarded from the user's
-    environment only then. ``HF_TOKEN`` is forwarded from the user's environment
+    environment only then, or when the artifact registry is W&B's. ``HF_TOKEN`` is forwarded from the user's environment
     when it is set and the job refers to Hugging Face (an ``hf://`` path, a
     ``huggingface`` name, or ``HF_HOME`` in the env). ``NEMOTRON_ARTIFACTS_ROOT``
     hands the job the artifact registry's root (:func:`artifacts_root_for_job`).
@@ -140,9 +145,12 @@ def split_env_vars(
         # which buries the job's own output in --run; env_vars.LOGLEVEL restores it.
         merged.setdefault("LOGLEVEL", "WARNING")
 
-    if _wandb_enabled(job_config):
+    wandb_registry = bool(root) and root.startswith("wandb://")
+    if _wandb_enabled(job_config) or wandb_registry:
         settings = wandb_settings(job_config, wandb_section)
         key_var = settings.pop("api_key_env")
+        if not _wandb_enabled(job_config):  # the registry only: its key, mode and nothing else
+            settings = {k: v for k, v in settings.items() if k == "WANDB_MODE"}
         for var, value in settings.items():
             merged.setdefault(var, value)
         if environ.get(key_var) and "WANDB_API_KEY" not in merged:
@@ -160,13 +168,13 @@ def artifacts_root_for_job(registry: Any = None) -> str | None:
 
     The job cannot see the submitter's env.toml, so the root resolved here
     (``$NEMOTRON_ARTIFACTS_ROOT``, env.toml ``[artifacts]``, ``$NEMOTRON_HOME/artifacts``)
-    is handed over. None for the W&B backend (it needs no root). ``registry``
+    is handed over; the W&B backend as ``wandb://ENTITY/PROJECT``. ``registry``
     defaults to the process-wide one.
     """
-    from nemo_runspec.artifacts.registry import FsspecBackend, get_registry
+    from nemo_runspec.artifacts.registry import FsspecBackend, WandbBackend, get_registry
 
     backend = (registry or get_registry()).backend
-    return backend.url if isinstance(backend, FsspecBackend) else None
+    return backend.url if isinstance(backend, (FsspecBackend, WandbBackend)) else None
 
 
 def code_env(plan: Any) -> dict[str, str]:

@@ -211,6 +211,10 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     registry = get_registry()
     art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend,
                                                   "config": str(config_path)})
+    if art.version == 0:  # W&B offline: the version is assigned when the run is uploaded
+        run = getattr(registry.backend, "last_offline_run", None)
+        print(f"published {name} to an offline W&B run -> {art.path}  [upload: wandb sync {run}]", flush=True)
+        return
     print(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]", flush=True)
 
 
@@ -260,12 +264,47 @@ def run_fallback(kind: str, cfg: Any) -> int:
         print("[rl-smoke] NOTE: CPU smoke fallback, not RL: supervised warm-start on prompt->answer "
               "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
     init_from = _pretrained_dir(cfg, kind)
+    wandb_run = start_wandb_run(cfg, kind, settings)
     dist = init_distributed(settings.device)
+    code = 1
     try:
-        train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from)
+        train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from,
+              metrics=wandb_run.log if wandb_run is not None else None)
+        code = 0
     finally:
         shutdown()
+        if wandb_run is not None:
+            wandb_run.finish(code)
     return 0
+
+
+def wandb_view(cfg: Any) -> dict[str, Any]:
+    """The parts of a loaded config that say whether and where to log to W&B (``run.wandb``,
+    ``logger``), resolved; nothing else is resolved (no ``${art:...}`` lookups)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    def plain(node: Any) -> Any:
+        return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+    if not isinstance(cfg, DictConfig):
+        return {"run": {"wandb": (cfg.get("run") or {}).get("wandb")}, "logger": cfg.get("logger")}
+    return {"run": {"wandb": plain(OmegaConf.select(cfg, "run.wandb"))},
+            "logger": plain(OmegaConf.select(cfg, "logger"))}
+
+
+def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:
+    """The fallback's W&B run when the config turns W&B on (rank 0), else None
+    (:mod:`nemotron.training.wandb_logging`)."""
+    from dataclasses import asdict
+
+    from .wandb_logging import FallbackRun, wandb_settings
+
+    wb = wandb_settings(wandb_view(cfg), kind)
+    if wb is None or global_rank() != 0:
+        return None
+    directory = wb.save_dir or os.environ.get("WANDB_DIR") or str(job_dir())
+    return FallbackRun(wb, kind, {"stage": kind, "backend": "torch-fallback", "fallback": asdict(settings)},
+                       job_path(directory))
 
 
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
@@ -291,7 +330,10 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
         warn_unused_keys(cfg, kind, args.config)
         backend = choose_backend(cfg, native_module)
         if backend == "native":
-            code = native_run(native_config(cfg), extra)
+            from .wandb_logging import apply_to_native, wandb_settings
+
+            container = apply_to_native(kind, native_config(cfg), wandb_settings(wandb_view(cfg), kind))
+            code = native_run(container, extra)
             if code == 0:
                 publish_checkpoint(cfg, kind, args.config, backend=native_module)
             return code

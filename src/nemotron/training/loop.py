@@ -209,13 +209,17 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
 
 
 def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None, dist: Dist,
-          *, log: Callable[[str], None] = _log, init_from: str | None = None) -> dict[str, Any]:
+          *, log: Callable[[str], None] = _log, init_from: str | None = None,
+          metrics: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
     """Train ``task`` for ``s.max_steps`` steps (resuming from ``checkpoint_dir``); return the summary.
 
     Rank 0 prints ``step``/``eval`` lines, ``initial loss`` and the final
     ``final loss ... | steps ... | tokens ... | ... s`` line; every rank prints
-    ``rank R param sha256 ...`` at the end.
+    ``rank R param sha256 ...`` at the end. ``metrics(step, values)`` (rank 0)
+    gets the values of each printed line: ``train/loss``, ``train/lr``,
+    ``train/tokens_per_sec`` with a ``step`` line, ``eval/loss`` with an eval line.
     """
+    report = metrics if (metrics is not None and dist.is_main) else (lambda _step, _values: None)
     import torch
 
     from .tiny_gpt import GPTConfig, TinyGPT
@@ -301,13 +305,15 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         done = step + 1
         if s.log_interval and (done % s.log_interval == 0 or done == s.max_steps):
             now = time.perf_counter()
-            say(f"[{task.name}] step {done}/{s.max_steps} | loss {value:.4f} | lr {opt.param_groups[0]['lr']:.2e} | "
-                f"{window_tokens / max(now - window_t, 1e-9):,.0f} tok/s")
+            lr, tps = float(opt.param_groups[0]["lr"]), window_tokens / max(now - window_t, 1e-9)
+            say(f"[{task.name}] step {done}/{s.max_steps} | loss {value:.4f} | lr {lr:.2e} | {tps:,.0f} tok/s")
+            report(done, {"train/loss": value, "train/lr": lr, "train/tokens_per_sec": tps})
             window_t, window_tokens = now, 0
         if s.eval_interval and done % s.eval_interval == 0 and done != s.max_steps:
             ev = evaluate(model, eval_set, dist)
             if ev is not None:
                 say(f"[{task.name}] eval loss {ev:.4f} at step {done}")
+                report(done, {"eval/loss": ev})
         if s.save_interval and done % s.save_interval == 0 and done != s.max_steps:
             save(done)
     ran = max(0, s.max_steps - start)
@@ -321,6 +327,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
                                "eval_loss": final_eval}
     if final_eval is not None:
         say(f"[{task.name}] final eval loss {final_eval:.4f}")
+        report(max(start, s.max_steps), {"eval/loss": final_eval})
     if main:
         summary.update(task.final_report(model, say))
     if dist.world > 1:

@@ -82,6 +82,7 @@ FIELDS: dict[str, str] = {
     "logger.wandb_project": "logger.wandb_project",
     "logger.wandb_exp_name": "logger.wandb_exp_name",
     "logger.wandb_entity": "logger.wandb_entity",
+    "logger.wandb_save_dir": "logger.wandb_save_dir",
 }
 #: SFT reads the data prep's packed sequences (FinetuningDatasetConfig + PackedSequenceSpecs), not a blend
 SFT_FIELDS: dict[str, str] = {

@@ -236,58 +236,6 @@ def test_handoff_timeout(tmp_path):
         resolvers.resolve_artifacts_once(cfg, tmp_path / "job", rank=3, timeout=0.3)
 
 
-def test_wandb_backend_uses_public_api(monkeypatch, tmp_path):
-    """W&B cannot run here: fake it at the boundary of its public API."""
-    import sys
-    import types
-
-    logged = {}
-
-    class FakeArtifact:
-        def __init__(self, name, type, metadata=None):
-            self.name, self.type, self.metadata = name, type, metadata or {}
-            self.files, self.refs, self.version, self.aliases = [], [], "v0", ["latest"]
-
-        def add_dir(self, p):
-            self.files.append(p)
-
-        def add_file(self, p):
-            self.files.append(p)
-
-        def add_reference(self, uri):
-            self.refs.append(uri)
-
-        def wait(self):
-            return self
-
-        def download(self, root=None):
-            return root or str(tmp_path / "dl")
-
-    class FakeRun:
-        def log_artifact(self, art, aliases):
-            logged["art"], logged["aliases"] = art, aliases
-            return art
-
-        def finish(self):
-            logged["finished"] = True
-
-    class FakeApi:
-        def artifact(self, full, type=None):
-            logged["lookup"] = full
-            a = FakeArtifact("ds", type, {"k": 1})
-            return a
-
-    fake = types.SimpleNamespace(init=lambda **kw: FakeRun(), Artifact=FakeArtifact, Api=FakeApi)
-    monkeypatch.setitem(sys.modules, "wandb", fake)
-    reg = registry_from_config({"backend": "wandb"}, wandb={"entity": "team", "project": "proj"})
-    art = reg.publish("ds", tmp_path, metadata={"k": 1})
-    assert logged["art"].refs == [f"file://{tmp_path}"] and logged["aliases"] == ["latest"]
-    assert logged["finished"] and art.version == 1
-    got = reg.resolve("ds:v1")
-    assert logged["lookup"] == "team/proj/ds:v0"  # W&B counts versions from v0
-    assert got.metadata == {"k": 1}
-
-
 def test_no_env_leak_of_registry_root(monkeypatch, tmp_path, payload):
     monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", str(tmp_path / "envroot"))
     set_registry(None)
