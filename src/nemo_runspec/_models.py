@@ -34,10 +34,18 @@ class RunspecRun:
     launch: Launch = "torchrun"
     cmd: str | None = None
     workdir: str | None = None
+    #: shell commands sourced before the command, in its shell (``run.setup``; spec section 7).
+    #: The top-level ``setup`` is the reference's human-readable description and never runs.
+    setup: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-serialisable)."""
-        return {"launch": self.launch, "cmd": self.cmd, "workdir": self.workdir}
+        return {"launch": self.launch, "cmd": self.cmd, "workdir": self.workdir, "setup": list(self.setup)}
+
+    @property
+    def setup_script(self) -> str:
+        """``setup`` as one shell script (its commands one per line), ``""`` without any."""
+        return "\n".join(self.setup)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec import script_values
+from nemo_runspec._cmd import PLACEHOLDERS, template_problems
 from nemo_runspec._models import (
     LAUNCH_SYNONYMS,
     LAUNCH_VALUES,
@@ -48,7 +49,7 @@ _RUN, _CONFIG, _RESOURCES = RunspecRun(), RunspecConfig(), RunspecResources()
 TOP_KEYS: tuple[str, ...] = (
     "schema", "docs", "name", "image", "setup", "run", "config", "resources", "env",
 )
-RUN_KEYS: tuple[str, ...] = ("launch", "cmd", "workdir")
+RUN_KEYS: tuple[str, ...] = ("launch", "cmd", "workdir", "setup")
 CONFIG_KEYS: tuple[str, ...] = ("dir", "default", "format")
 RESOURCES_KEYS: tuple[str, ...] = ("nodes", "gpus_per_node")
 #: ``resources.gpus_per_node = "gpu"``: all GPUs of a node, as the env.toml profile states them
@@ -211,7 +212,13 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     if image is not None and (reason := script_values.problem("image", image)):
         chk.fail("image", f"invalid image: {reason}", "an image reference has no spaces or shell characters")
         image = None
-    setup = chk.string(data, "setup", "setup", None)
+    setup = data.get("setup")
+    if isinstance(setup, list):  # commands: the run table's, not this description
+        chk.fail("setup", "top-level 'setup' is a description of what the image provides (as in the "
+                 "reference) and is never run", "put commands in [tool.runspec.run] setup = [...]")
+        setup = None
+    else:
+        setup = chk.string(data, "setup", "setup", None)
 
     run_t = chk.table(data, "run")
     chk.unknown_keys(run_t, RUN_KEYS, "run.")
@@ -224,10 +231,15 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
             chk.fail("run.launch", f"invalid run.launch {launch!r}",
                      did_you_mean(str(launch), (*LAUNCH_VALUES, *LAUNCH_SYNONYMS), listing=True))
             launch = _RUN.launch
+    cmd = chk.string(run_t, "cmd", "run.cmd", None)
+    for name, problem in template_problems(cmd or ""):
+        chk.fail("run.cmd", problem,
+                 did_you_mean(name, tuple(PLACEHOLDERS), listing=True) + "; write {{ and }} for literal braces")
     run = RunspecRun(
         launch=launch,  # type: ignore[arg-type]
-        cmd=chk.string(run_t, "cmd", "run.cmd", None),
+        cmd=cmd,
         workdir=chk.string(run_t, "workdir", "run.workdir", None),
+        setup=_setup_commands(chk, run_t),
     )
 
     cfg_t = chk.table(data, "config")
@@ -266,6 +278,20 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     spec = Runspec(name=name, script_path=Path(script_path), schema=schema, docs=docs,  # type: ignore[arg-type]
                    image=image, setup=setup, run=run, config=config, resources=resources, env=env)
     return spec, []
+
+
+def _setup_commands(chk: Any, run_t: Mapping[str, Any]) -> tuple[str, ...]:
+    """``run.setup``: one string of shell lines, or a list of commands."""
+    value = run_t.get("setup")
+    if value is None:
+        return ()
+    if isinstance(value, str) and value.strip():
+        return (value.rstrip("\n"),)
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(value)
+    chk.fail("run.setup", f"'run.setup' must be shell commands (a string or a list of strings), "
+             f"got {value!r}", 'e.g. setup = ["pip install -e .", "export X=1"]')
+    return ()
 
 
 def _load_table(text: str, path: str) -> tuple[Any, _Locator]:

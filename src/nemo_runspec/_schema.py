@@ -60,7 +60,8 @@ _SCHEMA: dict[str, Any] = {
         "docs": _string("Link to (or short text of) the recipe's documentation."),
         "name": _string("Recipe identity, e.g. 'nano3/pretrain'; used for job names and dirs."),
         "image": _string("Container image the recipe runs in; absent means bare metal."),
-        "setup": _string("Shell commands run once per node before the launch command."),
+        "setup": _string("Human-readable description of what the image provides or needs (as in the "
+                         "reference); never run: commands go in run.setup."),
         "run": {
             "type": "object",
             "description": "How the script is started.",
@@ -78,8 +79,15 @@ _SCHEMA: dict[str, Any] = {
                     "enum": [*LAUNCH_VALUES, *LAUNCH_SYNONYMS],
                     "default": _RUN.launch,
                 },
-                "cmd": _string("Command template that replaces the default launch command."),
-                "workdir": _string("Working directory of the command on the cluster."),
+                "cmd": _string("Command replacing 'python {script} --config {config} {args}'; placeholders "
+                               "{script}, {config}, {args}, {job_dir} (values shell-quoted)."),
+                "workdir": _string("Working directory of setup and the command."),
+                "setup": {
+                    "description": "Shell commands sourced before the command, in its shell and container "
+                                   "(spec section 7): one string of lines, or a list of commands.",
+                    "oneOf": [{"type": "string", "minLength": 1},
+                              {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}],
+                },
             },
         },
         "config": {

@@ -455,6 +455,11 @@ def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
     except Exception as exc:  # noqa: BLE001 - cancelling is best effort; say what is left
         rc, out, err = 1, "", str(exc)
     if rc == 0:
+        from nemo_runspec.slurm.remote import remove_secrets
+
+        for job in sub.jobs.values():  # a job cancelled before it started never deleted its secrets file
+            if job.prepared is not None:
+                remove_secrets(job.prepared)
         print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
     else:
         print(f"[pipe] could not cancel {', '.join(ids)} ({' '.join((err or out).split())}); "

@@ -445,12 +445,19 @@ def test_bad_integers(key, value, expect):
     assert e.line == line_of(text, f"{key} = {value}")
 
 
-@pytest.mark.parametrize("field", ["image", "docs", "setup"])
+@pytest.mark.parametrize("field", ["image", "docs"])
 def test_optional_strings_must_be_strings(field):
     text = runspec_block(f"{field} = [1]")
     e = err(text)
     assert e.key == field
     assert e.problem == f"'{field}' must be a string, got an array"
+
+
+def test_top_level_setup_is_a_string_description():
+    e = err(runspec_block("setup = 7"))
+    assert e.key == "setup" and e.problem == "'setup' must be a string, got integer 7"
+    e = err(runspec_block('setup = ["make"]'))  # commands belong to run.setup
+    assert e.key == "setup" and "[tool.runspec.run] setup = [...]" in str(e)
 
 
 @pytest.mark.parametrize("table", ["run", "config", "resources", "env"])

@@ -57,6 +57,14 @@ class ProfileListing:
     error: str | None = None
 
 
+
+#: The packager line of a recipe's help: where our default differs from the reference's.
+PACKAGER_HELP = (
+    "packager: the profile's `packager` key, else the recipe's default: code (the working tree, "
+    "diff recorded) or self_contained (script + config), not the reference's git: git ships committed "
+    "files only, so an edit you tested locally would silently not run (docs/migrating-from-reference.md)"
+)
+
 def discover_env_file(explicit: str | os.PathLike[str] | None = None) -> tuple[Path | None, list[str]]:
     """The env.toml :func:`nemo_runspec.env.find_env_file` would use, and where it looked.
 
@@ -161,6 +169,7 @@ def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *,
         if not listing.profiles:
             profiles.add_row("none", "no profiles defined")
         profiles.add_row("", Text(f"from {listing.path}; use --run PROFILE or --batch PROFILE", style="dim"))
+    profiles.add_row("", Text(PACKAGER_HELP, style="dim"))
     panel("Env profiles", profiles)
 
     if meta.input_artifacts or meta.output_artifacts:

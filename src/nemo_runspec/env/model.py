@@ -20,6 +20,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
+from nemo_runspec.env.packager_keys import (
+    PROFILE_KEY_USERS,
+    SUB_KEY_USERS,
+    unused_keys,
+    unused_message,
+)
 
 ExecutorName = Literal["local", "slurm"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
@@ -67,6 +73,9 @@ class SubPackager(BaseModel):
     def _pattern_needs_include(self) -> SubPackager:
         if self.packager == "pattern" and not self.include_pattern:
             raise ValueError('a sub-packager with packager = "pattern" needs include_pattern')
+        values = {k: getattr(self, k) for k in SUB_KEY_USERS}
+        for key in unused_keys(self.packager, values, sub=True):
+            raise ValueError(unused_message(key, values[key], self.packager, sub=True))
         return self
 
 
@@ -128,6 +137,7 @@ class EnvProfileModel(BaseModel):
     packager_subpath: str | None = None
     packagers: dict[str, SubPackager] | None = None
     check_uncommitted: bool | None = None
+    include_submodules: bool | None = None
     # working directory on the cluster when packager = "none" (the code is already there)
     workdir: str | None = None
     # tunnel
@@ -255,6 +265,10 @@ class EnvProfileModel(BaseModel):
             )
         if self.packager == "pattern" and not self.packager_include_pattern:
             raise ValueError('packager = "pattern" requires packager_include_pattern')
+        if self.packager is not None:  # without one, the recipe's default reads what it uses
+            values = {k: getattr(self, k) for k in PROFILE_KEY_USERS}
+            for key in unused_keys(self.packager, values):
+                raise ValueError(unused_message(key, values[key], self.packager))
         return self
 
 
@@ -300,6 +314,8 @@ class CliSection(BaseModel):
     model_config = _STRICT
 
     default_profile: str | None = None
+    #: directories searched for recipe scripts (relative to env.toml), see docs/cli.md
+    recipe_dirs: list[str] | None = None
 
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -314,6 +330,7 @@ SECTION_MODELS: dict[str, type[BaseModel]] = {
 PROFILE_DEFAULTS: dict[str, object] = {
     "executor": "local",
     "check_uncommitted": True,
+    "include_submodules": True,
     "tunnel": "local",
     "dependency_type": "afterok",
     "ray_timeout": 300,

@@ -45,12 +45,7 @@ _KEY_ALIASES = {
 }
 
 # Names users reach for that have no profile key, and what to do instead.
-_KEY_HINTS = {
-    "include_submodules": (
-        'the git packager always includes submodules; to choose per part use packager = "hybrid" '
-        "with [PROFILE.packagers.NAME] include_submodules = false"
-    ),
-}
+_KEY_HINTS: dict[str, str] = {}
 
 
 _TOML_TYPES = {str: "string", int: "integer", bool: "boolean", float: "float", list: "array", dict: "table"}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.resources import requested_processes
 from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
 from nemo_runspec.execution.settings import launch_of, lookup
 
 if TYPE_CHECKING:
@@ -86,7 +87,9 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     commands run once, before the launcher (never once per worker); the script
     runs with the job dir as cwd and ``NEMOTRON_JOB_DIR`` set. Env vars: the
     runspec's ``env``, then ``run.env.env_vars`` (secrets stay in memory, this
-    is the user's own machine), then ``extra_env``.
+    is the user's own machine), then ``extra_env``. With the runspec's
+    ``setup`` or ``run.cmd`` the script starts through ``runspec_launch.sh`` in
+    the job dir (:func:`local_launch_files`; docs/runspec/v1/spec.md section 7).
     """
     import subprocess
 
@@ -101,8 +104,12 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     launch = launch_of(runspec)
     train_config = extract_train_config(job_config, for_remote=True)
     final = Path(job_dir) if job_dir else generate_job_dir(runspec.name)
+    nproc = local_nproc(run_env, launch)
+    launch_files = local_launch_files(runspec, final, passthrough, launch=launch, nproc=nproc)
     with staged_job_dir(final) as staging:
         save_configs(job_config, train_config, staging)
+        for name, text in launch_files.items():
+            (staging / name).write_text(text)
     env = dict(os.environ)
     env.update({str(k): str(v) for k, v in (getattr(runspec, "env", None) or {}).items()})
     env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
@@ -114,10 +121,44 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
         if code != 0:
             raise ExecutionError(f"startup command failed with exit code {code}: {cmd}",
                                  key="startup_commands")
-    nproc = local_nproc(run_env, launch)
+    if launch_files:
+        # `python` in setup/run.cmd is this interpreter, as on a bare-metal Slurm node
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        return run_child(["bash", str(final / LAUNCH_FILE)], cwd=final, env=env)
     cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
                         launch=launch, nproc=nproc)
     return run_child(cmd, cwd=final, env=env)
+
+
+def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthrough: Sequence[str] = (), *,
+                       launch: str, nproc: int = 1) -> dict[str, str]:
+    """``{name: text}`` of the launch script (and setup) a local run of ``runspec`` uses;
+    empty without ``setup``/``run.cmd`` (:mod:`nemo_runspec.execution.runspec_cmd`).
+
+    Once, here: cd to ``run.workdir`` when set, source ``setup``, then exec the
+    command (``run.cmd``, or python; under torchrun with several processes,
+    ``torch.distributed.run --standalone`` with ``run.cmd`` as each worker).
+    """
+    from nemo_runspec.execution import runspec_cmd as rc
+
+    if not rc.uses_launch_script(runspec):
+        return {}
+    job_dir = str(job_dir)
+    values = {"script": str(runspec.script_path), "config": os.path.join(job_dir, "train.yaml"),
+              "args": list(passthrough), "job_dir": job_dir}
+    if launch == "torchrun" and nproc > 1:
+        command = shlex.join([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                              f"--nproc-per-node={nproc}"]) + " " + rc.torchrun_tail(runspec, **values)
+    else:
+        command = rc.script_command(runspec, python=sys.executable, **values)
+    files = {}
+    setup_path = None
+    if runspec.run.setup:  # run.setup; the top-level setup only describes the image
+        files[rc.SETUP_FILE] = rc.setup_text(runspec.run.setup_script)
+        setup_path = os.path.join(job_dir, rc.SETUP_FILE)
+    files[rc.LAUNCH_FILE] = rc.launch_text(command, setup_path=setup_path,
+                                           workdir=getattr(runspec.run, "workdir", None))
+    return files
 
 
 #: Seconds an interrupted job gets to stop by itself (a Ray driver shuts its
@@ -199,6 +240,10 @@ def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()
     """The local command line :func:`execute_local` would run (job dir not yet known)."""
     run_env = lookup(job_config, "run", "env", default={}) or {}
     launch = launch_of(runspec)
+    files = local_launch_files(runspec, "<job dir>", passthrough, launch=launch,
+                               nproc=local_nproc(run_env, launch))
+    if files:
+        return "\n".join(f"# <job dir>/{name}\n{text.rstrip()}" for name, text in files.items())
     cmd = local_command(str(runspec.script_path), "<job dir>/train.yaml", passthrough,
                         launch=launch, nproc=local_nproc(run_env, launch))
     return " ".join(shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)

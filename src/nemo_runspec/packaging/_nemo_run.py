@@ -57,6 +57,7 @@ class RunspecGitPackager(Packager):
     subpath: str = ""
     check_uncommitted: bool = True
     include_submodules: bool = True
+    include_pattern: list[str] = field(default_factory=list)
     script_path: str = ""
     use_cache: bool = True
     cache_dir: str = ""
@@ -69,6 +70,7 @@ class RunspecGitPackager(Packager):
         result = package_git(
             _root(self.repo_root, path), out, subpath=self.subpath,
             check_uncommitted=self.check_uncommitted, include_submodules=self.include_submodules,
+            include_pattern=list(self.include_pattern),
             script_path=self.script_path or None, use_cache=self.use_cache,
             cache_dir=self.cache_dir or None, progress=_registry.progress_for(self.plan_id),
         )

@@ -227,6 +227,7 @@ def package_git(
     subpath: str | None = None,
     check_uncommitted: bool = True,
     include_submodules: bool = True,
+    include_pattern: list[str] | None = None,
     script_path: str | Path | None = None,
     use_cache: bool = True,
     cache_dir: str | Path | None = None,
@@ -238,6 +239,14 @@ def package_git(
     :class:`PackagingError` when tracked files under ``subpath`` have
     uncommitted changes and ``check_uncommitted`` is true; otherwise such
     changes are warned about and their diff is saved next to the archive.
+
+    ``include_pattern`` (globs relative to the archive root, as the reference's
+    "additional uncommitted files") adds the matching files that ``HEAD`` does
+    not hold as committed, from the working tree: untracked or ignored files,
+    and tracked files with uncommitted edits (which are then shipped as they
+    are, not refused). They are listed in ``plan.extra_files``. A pattern that
+    matches nothing is an error. ``include_submodules`` adds each submodule at
+    its recorded commit.
     """
     t0 = time.perf_counter()
     root = Path(repo_root).resolve()
@@ -265,7 +274,10 @@ def package_git(
             )
 
     changed = sorted({e.path for e in status.changed} | {e.orig_path for e in status.changed if e.orig_path})
-    untracked = status.untracked
+    extra = _extra_files(root, commit, sub, include_pattern or [], changed)
+    shipped = {(f"{sub}/{name}" if sub else name) for name in extra}
+    changed = [p for p in changed if p not in shipped]
+    untracked = [p for p in status.untracked if p not in shipped]
     warnings: list[str] = []
     if changed and check_uncommitted:
         where = f" under {sub}/" if sub else ""
@@ -289,14 +301,16 @@ def package_git(
         warnings.append(msg)
         logger.warning(msg)
 
-    fp = _cache.fingerprint("git", commit, sub, str(include_submodules))
+    fp = _cache.fingerprint("git", commit, sub, str(include_submodules),
+                            *(f"{name}\0{digest}" for name, (_, digest) in sorted(extra.items())))
 
     def build(target: Path) -> PackagingPlan:
         ticker = Ticker(progress, "packaging git archive")
         treeish = f"{commit}:{sub}" if sub else commit
         subs = _submodules(root, commit, sub) if include_submodules else []
-        if subs:
-            sha, size, count = _archive_with_submodules(root, treeish, sub, subs, target, ticker, warnings)
+        if subs or extra:
+            sha, size, count = _archive_with_submodules(root, treeish, sub, subs, target, ticker, warnings,
+                                                        extra={k: p for k, (p, _) in extra.items()})
         else:
             sha, size = _archive_fast(root, treeish, target, ticker)
             count = len([r for r in run_git(["ls-tree", "-r", "-z", "--name-only", treeish], root).split(b"\0") if r])
@@ -316,6 +330,8 @@ def package_git(
     plan.branch = status.branch
     plan.dirty = bool(changed)
     plan.untracked = untracked
+    plan.extra_files = [{"path": name, "sha256": digest, "source": str(path)}
+                        for name, (path, digest) in sorted(extra.items())]
     plan.warnings = list(dict.fromkeys(plan.warnings + warnings))
     plan.diff_summary = diff_summary(root, sub or None) if changed else []
     plan.diff_path = plan.diff_sha256 = None
@@ -325,6 +341,33 @@ def package_git(
             plan.diff_path, plan.diff_sha256 = res
     plan.seconds = round(time.perf_counter() - t0, 4)
     return plan
+
+
+def _extra_files(root: Path, commit: str, sub: str, patterns: list[str],
+                 changed: list[str]) -> dict[str, tuple[Path, str]]:
+    """Archive name -> (working-tree file, sha256) of each file ``patterns`` match that
+    ``commit`` does not hold as committed (not in its tree, or changed since)."""
+    if not patterns:
+        return {}
+    import hashlib
+
+    from nemo_runspec.packaging.pattern import match_patterns
+
+    base = root / sub if sub else root
+    treeish = f"{commit}:{sub}" if sub else commit
+    committed = {r.decode("utf-8", "surrogateescape")
+                 for r in run_git(["ls-tree", "-r", "-z", "--name-only", treeish], root).split(b"\0") if r}
+    changed_here = {p[len(sub) + 1:] if sub else p for p in changed if not sub or p.startswith(sub + "/")}
+    out: dict[str, tuple[Path, str]] = {}
+    for name, path in match_patterns(patterns, base):
+        if name == ".git" or name.startswith(".git/") or "/.git/" in name:
+            continue
+        if name in committed and name not in changed_here:
+            continue  # committed as it is: already in the archive
+        if not path.is_file():
+            continue
+        out[name] = (path, hashlib.sha256(path.read_bytes()).hexdigest())
+    return out
 
 
 def _script_in_archive(root: Path, sub: str, script: Path) -> str:
@@ -378,10 +421,16 @@ def _archive_with_submodules(
     target: Path,
     ticker: Ticker,
     warnings: list[str],
+    extra: dict[str, Path] | None = None,
 ) -> tuple[str, int, int]:
-    """Main archive plus each submodule (at its recorded commit) merged into one tarball."""
+    """Main archive plus each submodule (at its recorded commit) merged into one tarball,
+    then the ``extra`` working-tree files (archive name -> file), which replace a
+    committed file of the same name."""
+    extra = extra or {}
     with DeterministicTar(target, ticker=ticker) as tar:
-        _copy_git_archive(root, treeish, "", tar)
+        _copy_git_archive(root, treeish, "", tar, skip=set(extra))
+        for name in sorted(extra):
+            tar.add_path(name, extra[name])
         for path, sm_commit in subs:
             sm_dir = root / path
             prefix = os.path.relpath(path, sub) if sub else path
@@ -392,12 +441,13 @@ def _archive_with_submodules(
     return tar.sha256 or "", tar.size or 0, len(tar.entries)
 
 
-def _copy_git_archive(cwd: Path, treeish: str, prefix: str, tar: DeterministicTar) -> None:
+def _copy_git_archive(cwd: Path, treeish: str, prefix: str, tar: DeterministicTar,
+                      skip: set[str] | frozenset[str] = frozenset()) -> None:
     proc = subprocess.Popen(["git", "archive", "--format=tar", treeish], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     with tarfile.open(fileobj=proc.stdout, mode="r|") as src:
         for info in src:
-            if info.type in (tarfile.XGLTYPE, tarfile.XHDTYPE):
+            if info.type in (tarfile.XGLTYPE, tarfile.XHDTYPE) or info.name in skip:
                 continue
             fobj = src.extractfile(info) if info.isfile() else None
             tar.add_member(info, fobj, prefix + info.name)

@@ -103,6 +103,9 @@ class PackagingPlan:
     dirty: bool | None = None
     diff_summary: list[dict[str, Any]] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
+    #: git packager: uncommitted files shipped because packager_include_pattern matched
+    #: them (``{"path": archive name, "sha256": ..., "source": working-tree file}``)
+    extra_files: list[dict[str, Any]] = field(default_factory=list)
     diff_path: str | None = None
     diff_sha256: str | None = None
     files: list[FileEntry] = field(default_factory=list)

@@ -6,12 +6,15 @@ Profile keys read here::
     packager_include_pattern = "src/**/*.py" or [...]        # pattern
     packager_relative_path   = "."                           # pattern: base of patterns (repo-relative)
     packager_subpath         = "src"                         # git/code: archive root
+    packager_include_pattern = "build/*.json"                # git: also ship these uncommitted files
     check_uncommitted        = true                          # git: refuse dirty packaged paths
+    include_submodules       = true                          # git: submodules at their recorded commits
     packagers = { code = {packager="git", subpath="src"}, cfg = {packager="pattern", include_pattern=["conf/*.yaml"]} }
     workdir                  = "/opt/project"                # none: where the code already is
 
 Without ``packager`` the default depends on the recipe (see
-:func:`default_packager_kind`).
+:func:`default_packager_kind`). With it, a key the named packager does not read
+is an error (:mod:`nemo_runspec.env.packager_keys`), not ignored.
 """
 
 from __future__ import annotations
@@ -143,6 +146,10 @@ def build_packager(
                 f"unknown packager {kind!r}", hint=did_you_mean(str(kind), KINDS, listing=True),
                 **_where(sources, "packager"),
             )
+        from nemo_runspec.env.packager_keys import PROFILE_KEY_USERS, unused_keys, unused_message
+
+        for key in unused_keys(kind, {k: profile_values.get(k) for k in PROFILE_KEY_USERS}):
+            raise PackagingError(unused_message(key, profile_values.get(key), kind), **_where(sources, key))
     cache = str(cache_dir) if cache_dir else ""
     from nemo_runspec.packaging import (
         _nemo_run as nr,  # imports nemo_run: only once the input is valid
@@ -189,6 +196,13 @@ def build_packager(
                         f"unknown key packagers.{name}.{k}", hint=did_you_mean(k, SUB_KEYS),
                         **_where(sources, "packagers"),
                     )
+            from nemo_runspec.env.packager_keys import unused_keys, unused_message
+
+            for k in unused_keys(str(cfg.get("packager")), {k: v for k, v in cfg.items() if k != "packager"},
+                                 sub=True):
+                raise PackagingError(f"packagers.{name}: " + unused_message(k, cfg[k], str(cfg.get("packager")),
+                                                                             sub=True),
+                                     **_where(sources, "packagers"))
             sub_kind = cfg.get("packager")
             if sub_kind not in SUB_KINDS:
                 raise PackagingError(
@@ -200,8 +214,11 @@ def build_packager(
                 "packager_subpath": cfg.get("subpath"),
                 "packager_include_pattern": cfg.get("include_pattern"),
                 "packager_relative_path": cfg.get("relative_path"),
-                "check_uncommitted": cfg.get("check_uncommitted", profile_values.get("check_uncommitted", True)),
             }
+            if sub_kind == "git":  # the profile's values are the parts' defaults
+                flat["check_uncommitted"] = cfg.get("check_uncommitted", profile_values.get("check_uncommitted", True))
+                flat["include_submodules"] = cfg.get("include_submodules",
+                                                     profile_values.get("include_submodules", True))
             sub_packager, sub_plan = build_packager(
                 {k: v for k, v in flat.items() if v is not None}, runspec=runspec, repo_root=root,
                 script_path=script, config_path=config_path, sources=sources, progress=progress,
@@ -271,9 +288,18 @@ def build_packager(
     plan.subpath = subpath or None
     pid = _registry.register(plan, progress)
     if kind == "git":
+        from nemo_runspec.packaging.pattern import as_pattern_list, match_patterns
+
+        extra = as_pattern_list(profile_values.get("packager_include_pattern"))
+        try:
+            match_patterns(extra, repo / subpath if subpath else repo)  # fail now, not at submission
+        except PackagingError as e:
+            raise PackagingError(e.problem, hint=e.hint, **_where(sources, "packager_include_pattern")) from None
         return nr.RunspecGitPackager(
             repo_root=str(repo), subpath=subpath,
             check_uncommitted=_bool(profile_values, "check_uncommitted", True, sources),
+            include_submodules=_bool(profile_values, "include_submodules", True, sources),
+            include_pattern=extra,
             script_path=str(script), use_cache=use_cache, cache_dir=cache, plan_id=pid,
         ), plan
     return nr.CodePackager(

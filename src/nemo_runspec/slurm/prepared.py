@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.env_vars import code_env, split_env_vars
 from nemo_runspec.execution.executor import create_executor
+from nemo_runspec.execution.runspec_cmd import uses_launch_script
 from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
 from nemo_runspec.execution.settings import (
     bare_metal_env,
@@ -194,6 +196,7 @@ def prepare_job(
     nanosecond timestamp.
     """
     files: dict[str, str] = {}
+    script_args: list[str] = [str(a) for a in args]  # {args} of run.cmd
     if job is not None:
         plain, job_secrets = split_env_vars(
             job.job_config, job.run_env, runspec=job.runspec,
@@ -202,7 +205,8 @@ def prepare_job(
         env, mode, runspec = job.run_env, job.mode, job.runspec
         # No script in the archive (packager = "none"): the path the submitter sees.
         script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
-        args = ["--config", TRAIN_YAML, *job.passthrough, *args]
+        script_args = [*job.passthrough, *script_args]
+        args = ["--config", TRAIN_YAML, *script_args]
         env_vars = {**plain, **code_env(plan), **(env_vars or {})}
         secrets = {**job_secrets, **(secrets or {})}
         files = job.files()
@@ -244,12 +248,67 @@ def prepare_job(
         packager=packager, startup_commands=startup_commands, job_dir=base,
         secret_file=prepared.secret_path, dependencies=dependencies,
     )
+    if uses_launch_script(runspec):
+        _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal)
     launcher = getattr(prepared.executor, "launcher", None)
     if launcher is not None and hasattr(launcher, "rdzv_id") and launcher.rdzv_id is None:
         # nemo-run draws a random --rdzv-id on every render; one from the job keeps
         # the dry run byte-identical to what is submitted.
         launcher.rdzv_id = rendezvous_id(exp_id)
     return prepared
+
+
+def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequence[str], *,
+                       bare_metal: bool) -> None:
+    """Start the job through the runspec's launch script (``setup``, ``run.cmd``).
+
+    The setup lines of the batch script write ``runspec_setup.sh`` and
+    ``runspec_launch.sh`` into the job dir (so the dry run shows them, byte for
+    byte); the task becomes ``bash <job dir>/runspec_launch.sh``: once per Slurm
+    task for ``direct``, once per node for ``torchrun`` (the script execs
+    torchrun, whose workers run ``run.cmd``), the driver for ``ray``, whose
+    nodes also source the setup before their raylet starts. Paths in the
+    scripts are as the job sees them: ``/nemo_run`` in a container, the job dir
+    itself on bare metal (as nemo-run rewrites them).
+    """
+    from nemo_runspec.execution import runspec_cmd as rc
+    from nemo_runspec.execution.ray import pre_start_setup_lines
+
+    executor = prepared.executor
+    seen = "/nemo_run"
+
+    def visible(path: str) -> str:
+        return prepared.job_dir + path[len(seen):] if bare_metal and path.startswith(seen) else path
+
+    script = prepared.script if os.path.isabs(prepared.script) else f"{seen}/code/{prepared.script}"
+    values = {"script": visible(script), "config": visible(TRAIN_YAML), "args": list(script_args),
+              "job_dir": visible(seen)}
+    if prepared.launch == "torchrun":
+        command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
+                                    nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
+                                    rdzv_id=rendezvous_id(prepared.exp_id))
+    else:
+        python_args = [visible(a) for a in prepared.args]
+        if getattr(runspec.run, "cmd", None):
+            command = rc.script_command(runspec, python="python", **values)
+        else:  # setup only: the command nemo-run would have run
+            command = shlex.join(["python", values["script"], *python_args])
+    lines = []
+    if prepared.launch == "torchrun":  # the rendezvous address, for srun's tasks
+        lines.append(f'export {rc.HEAD_NODE_ENV}="${rc.HEAD_NODE_IP}"')
+    setup_path = None
+    setup = runspec.run.setup_script  # run.setup; the top-level setup only describes the image
+    if setup:
+        setup_path = visible(f"{seen}/{rc.SETUP_FILE}")
+        lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.SETUP_FILE), rc.setup_text(setup)))
+    launch_path = visible(f"{seen}/{rc.LAUNCH_FILE}")
+    lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.LAUNCH_FILE),
+                            rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir)))
+    if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
+        lines.append(pre_start_setup_lines([f"set +u; . {shlex.quote(setup_path)}; set -u"]))
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", *lines) if x)
+    executor.launcher = None  # direct: the launch script starts torchrun itself
+    prepared.script, prepared.args, prepared.entrypoint = launch_path, [], "bash"
 
 
 def _origin(job: CompiledJob | None, env: Any, runspec: Any) -> dict[str, str | None]:

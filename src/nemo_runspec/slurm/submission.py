@@ -19,7 +19,7 @@ from nemo_runspec.slurm.monitor import detach, follow
 from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
 from nemo_runspec.slurm.render import launch_for
-from nemo_runspec.slurm.summary import print_submission
+from nemo_runspec.slurm.summary import print_submission, submission_record
 
 
 def _unexpected_exit(exc: BaseException) -> Any:
@@ -58,8 +58,9 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
     probe_tunnel(job.values)
     executor = job.executor
     with quiet_nemo_run():  # before anything is created: a job its partition can never run
-        check_partition_limits(_tunnel_runner(executor.tunnel), partition=executor.partition,
-                               nodes=executor.nodes, time_limit=executor.time, source=f"job {job.name}")
+        check_partition_limits(_tunnel_runner(getattr(executor, "tunnel", None)),
+                               partition=getattr(executor, "partition", None), nodes=getattr(executor, "nodes", 1),
+                               time_limit=getattr(executor, "time", None), source=f"job {job.name}")
     sweep_unsubmitted(job.base_dir)
     try:
         job.local_exp_dir.mkdir(parents=True, exist_ok=True)
@@ -116,6 +117,8 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
 def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:
     """``cmd -> (rc, stdout, stderr)`` through a nemo-run tunnel (the one sbatch will use)."""
     def run(cmd: str) -> tuple[int, str, str]:
+        if tunnel is None:
+            return 1, "", "no tunnel"
         try:
             r = tunnel.run(cmd, hide=True, warn=True)
         except Exception as exc:  # noqa: BLE001 - an unanswered check is no check; sbatch still decides
@@ -256,6 +259,11 @@ def submit(
         if job.plan is not None:
             job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
         print_submission(sub, console)
+        if not attached:  # --batch: stdout holds one JSON line for scripts (job id, dir, commands)
+            import json
+            import sys
+
+            print(json.dumps(submission_record(sub)), flush=True, file=sys.stdout)
     except KeyboardInterrupt:  # submitted already: never leave the user without the job id
         detach(sub, console)
         return sub

@@ -57,3 +57,13 @@ def print_submission(sub: SubmittedJob, console: Any = None) -> None:
     console.print(f"  log:     {sub.log_path}", soft_wrap=True, highlight=False, markup=False)
     for label, cmd in follow_commands(sub):
         console.print(f"  {label + ':':8} [cyan]{escape(cmd)}[/]", soft_wrap=True, highlight=False)
+
+
+def submission_record(sub: SubmittedJob) -> dict[str, str]:
+    """What a script needs to follow or cancel ``sub``: the one JSON line ``--batch``
+    prints on stdout (the human summary goes to stderr)."""
+    return {
+        "job_id": str(sub.job_id), "name": sub.name, "job_dir": sub.job_dir, "log": sub.log_path,
+        "follow": f"nemotron jobs logs -f {sub.job_id}", "status": f"nemotron jobs status {sub.job_id}",
+        "cancel": f"nemotron jobs cancel {sub.job_id}",
+    }

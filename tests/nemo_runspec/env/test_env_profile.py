@@ -169,7 +169,7 @@ def test_profile_keys_cover_spec():
         "ntasks_per_node gpus_per_node nproc_per_node cpus_per_task mem time exclusive qos "
         "constraint exclude gres container_image mounts env_vars startup_commands retries "
         "job_name_prefix srun_args sbatch_options packager packager_include_pattern "
-        "packager_relative_path packager_subpath packagers check_uncommitted tunnel host user "
+        "packager_relative_path packager_subpath packagers check_uncommitted include_submodules tunnel host user "
         "port identity remote_job_dir job_dir workdir squash_dir dependency_type ray_port_base ray_timeout "
         "local_nproc dry_run detach"
     ).split()
@@ -184,9 +184,11 @@ def test_hybrid_sub_packagers_accept_code_and_self_contained_with_flags(tmp_path
         [h]
         packager = "hybrid"
         [h.packagers.main]
-        packager = "code"
+        packager = "git"
         check_uncommitted = false
         include_submodules = false
+        [h.packagers.tree]
+        packager = "code"
         [h.packagers.script]
         packager = "self_contained"
         [h.packagers.lib]
@@ -196,7 +198,7 @@ def test_hybrid_sub_packagers_accept_code_and_self_contained_with_flags(tmp_path
     )
     prof = load_env_profile("h", path)
     subs = prof.values["packagers"]
-    assert subs["main"]["packager"] == "code"
+    assert subs["main"]["packager"] == "git" and subs["tree"]["packager"] == "code"
     assert subs["main"]["check_uncommitted"] is False
     assert subs["main"]["include_submodules"] is False
     assert subs["script"]["packager"] == "self_contained"

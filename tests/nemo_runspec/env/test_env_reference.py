@@ -181,7 +181,6 @@ def test_reference_only_executors_are_refused_with_the_fix(tmp_path, executor):
     ('subpath = "src"', "did you mean 'packager_subpath'"),
     ('include_pattern = "src/**/*.py"', "did you mean 'packager_include_pattern'"),
     ('relative_path = "."', "did you mean 'packager_relative_path'"),
-    ("include_submodules = false", "packagers.NAME"),
 ])
 def test_packager_option_names_point_at_the_profile_key(tmp_path, key, fix):
     path = write(tmp_path / "env.toml", f'[c]\ndescription = "x"\n{key}\n')

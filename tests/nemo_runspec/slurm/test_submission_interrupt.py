@@ -25,7 +25,7 @@ def _launch(job_id: str | None):
         def __init__(self):
             self.job_id = None
 
-        def launch(self):
+        def launch(self, *, schedule=True):
             self.job_id = job_id  # sbatch returned (job id set) or not yet (None)
             raise KeyboardInterrupt
 

@@ -1,0 +1,269 @@
+"""``setup`` and ``run.cmd`` of a runspec: parsed and checked, then used by local runs
+(for real, in a subprocess) and by the Slurm/Ray batch scripts (rendered offline;
+tests/e2e/test_runspec_setup.py runs them on the cluster)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from nemo_runspec import parse, parse_text
+from nemo_runspec._cmd import fill
+from nemo_runspec.errors import RunspecError
+from nemo_runspec.execution.local import execute_local, local_preview
+
+HOSTILE = ["a b", "$(touch PWNED)", "`touch PWNED`", "x; touch PWNED", "'q'\"", "-c", "{script}", "\n", "*"]
+
+
+def block(*lines: str) -> str:
+    body = "\n".join(f"# {ln}" if ln else "#" for arg in lines for ln in arg.split("\n"))
+    return f"# /// script\n{body}\n# ///\nimport sys\n"
+
+
+def script(tmp_path: Path, *runspec_lines: str, body: str = "") -> Path:
+    """A recipe whose runspec has ``runspec_lines``; a ``setup = ...`` line among them is
+    written under ``[tool.runspec.run]`` (commands are run.setup; top-level setup only describes)."""
+    setup = [ln for ln in runspec_lines if ln.startswith("setup = ")]
+    lines = [ln for ln in runspec_lines if not ln.startswith("setup = ")]
+    if setup:
+        if "[tool.runspec.run]" not in lines:
+            lines.append("[tool.runspec.run]")
+        at = lines.index("[tool.runspec.run]") + 1
+        lines[at:at] = setup
+    path = tmp_path / "job.py"
+    path.write_text(block("[tool.runspec]", 'name = "t/job"', *lines) + textwrap.dedent(body))
+    return path
+
+
+# ----------------------------------------------------------------------------- the template
+
+def test_unknown_placeholder_is_one_line_at_its_line_with_did_you_mean(tmp_path):
+    text = block("[tool.runspec]", 'name = "t/x"', "", "[tool.runspec.run]", 'cmd = "python {scirpt} --config {config}"')
+    with pytest.raises(RunspecError) as ei:
+        parse_text(text, path="x.py")
+    msg = str(ei.value)
+    assert msg.startswith("x.py:6: unknown placeholder {scirpt} in run.cmd")
+    assert "did you mean 'script'?" in msg and "valid: args, config, job_dir, script" in msg
+    assert "\n" not in msg and ei.value.key == "run.cmd"
+
+
+def test_shell_braces_and_escaped_braces_are_not_placeholders():
+    text = block("[tool.runspec]", 'name = "t/x"', "[tool.runspec.run]",
+                 'cmd = "echo ${HOME} {{lit}} {a,b} && python {script} --config {config} {args}"')
+    spec = parse_text(text, path="x.py")
+    out = fill(spec.run.cmd, script="/s.py", config="/c.yaml", args=["z"])
+    assert out == "echo ${HOME} {lit} {a,b} && python /s.py --config /c.yaml z"
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_filled_values_are_one_word_of_data(value):
+    cmd = fill("printf '%s\\n' {script} {config} {job_dir} {args}", script=value, config=value,
+               job_dir=value, args=[value, value])
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd="/tmp")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (value + "\n") * 5
+    assert not Path("/tmp/PWNED").exists()
+
+
+# ----------------------------------------------------------------------------- local runs
+
+PROBE = """
+    import json, os, sys
+    print("PROBE " + json.dumps({"argv": sys.argv[1:], "setup": os.environ.get("FROM_SETUP"),
+                                  "cwd": os.getcwd(), "exe": sys.executable}))
+"""
+
+
+def _job_config(tmp_path):
+    return OmegaConf.create({"x": 1, "run": {"env": {}}})
+
+
+def _run_local(tmp_path, spec, passthrough=(), capfd=None):
+    code = execute_local(spec, _job_config(tmp_path), passthrough=list(passthrough), job_dir=tmp_path / "jobdir")
+    return code
+
+
+def _probe(capfd):
+    import json
+
+    out = capfd.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.startswith("PROBE ")]
+    assert len(lines) == 1, out
+    return json.loads(lines[0][6:])
+
+
+def test_local_setup_runs_once_in_the_recipes_shell_then_cmd(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    count = tmp_path / "setup-count"
+    path = script(tmp_path, f'setup = "echo run >> {count}; export FROM_SETUP=yes-$((40+2))"', "",
+                  "[tool.runspec.run]", 'launch = "direct"',
+                  'cmd = "python {script} --config {config} --job {job_dir} {args}"', body=PROBE)
+    spec = parse(path)
+    assert _run_local(tmp_path, spec, ["two words", "$(touch PWNED)"]) == 0
+    probe = _probe(capfd)
+    job_dir = str(tmp_path / "jobdir")
+    assert probe["argv"] == ["--config", f"{job_dir}/train.yaml", "--job", job_dir, "two words", "$(touch PWNED)"]
+    assert probe["setup"] == "yes-42"  # exported by setup, seen by the recipe
+    assert count.read_text() == "run\n"  # once
+    assert os.path.samefile(Path(probe["exe"]).parent, Path(os.sys.executable).parent)  # `python` = this venv
+    assert not (tmp_path / "jobdir" / "PWNED").exists() and not Path("PWNED").exists()
+    assert (tmp_path / "jobdir" / "runspec_launch.sh").is_file()  # what ran stays in the job dir
+
+
+def test_local_failing_setup_stops_before_the_recipe(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    path = script(tmp_path, 'setup = """\ntrue\nfalse\necho never\n"""', body=PROBE)
+    code = _run_local(tmp_path, parse(path))
+    out = capfd.readouterr()
+    assert code == 1
+    assert "PROBE" not in out.out and "never" not in out.out
+    assert "nemotron: runspec setup failed with exit code 1" in out.err
+
+
+def test_local_workdir_applies_to_setup_and_command(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    work = tmp_path / "work dir"
+    work.mkdir()
+    path = script(tmp_path, 'setup = "touch made-by-setup"', "[tool.runspec.run]", 'launch = "direct"',
+                  f'workdir = "{work}"', body=PROBE)
+    assert _run_local(tmp_path, parse(path)) == 0
+    assert _probe(capfd)["cwd"] == str(work) and (work / "made-by-setup").exists()
+
+
+def test_local_torchrun_with_cmd_runs_cmd_in_each_worker(tmp_path, capfd, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    path = script(tmp_path, 'setup = "export FROM_SETUP=1"', "[tool.runspec.run]", 'launch = "torchrun"',
+                  'cmd = "python {script} --config {config} --rank $RANK"',
+                  body='import os, sys\nprint("WORKER", os.environ["RANK"], sys.argv[-1], os.environ["FROM_SETUP"])\n')
+    cfg = OmegaConf.create({"run": {"env": {"local_nproc": 2}}})
+    assert execute_local(parse(path), cfg, job_dir=tmp_path / "jobdir") == 0
+    out = capfd.readouterr().out
+    workers = sorted(ln.split("WORKER ", 1)[1].strip() for ln in out.splitlines() if "WORKER " in ln)
+    assert workers == ["0 0 1", "1 1 1"]  # RANK, the --rank the shell expanded, the setup's export
+
+
+def test_without_setup_or_cmd_nothing_changes(tmp_path):
+    spec = parse(script(tmp_path, "[tool.runspec.run]", 'launch = "direct"'))
+    preview = local_preview(spec, _job_config(tmp_path))
+    assert preview.endswith(f"{shlex.quote(str(spec.script_path))} --config <job dir>/train.yaml")
+    assert "runspec_launch.sh" not in preview
+
+
+def test_local_preview_shows_the_launch_script(tmp_path):
+    spec = parse(script(tmp_path, 'setup = "echo hi"', "[tool.runspec.run]", 'launch = "direct"',
+                        'cmd = "uv run python {script} --config {config}"'))
+    preview = local_preview(spec, _job_config(tmp_path))
+    assert "# <job dir>/runspec_setup.sh\n" in preview and "echo hi" in preview
+    assert f"exec uv run python {shlex.quote(str(spec.script_path))} --config '<job dir>/train.yaml'" in preview
+
+
+# ----------------------------------------------------------------------------- Slurm and Ray scripts
+
+def _render(tmp_path, spec, prof_over=None, args=()):
+    pytest.importorskip("nemo_run")
+    from nemo_run.core.packaging.base import Packager
+
+    from nemo_runspec.slurm import prepare_job, render_sbatch
+
+    prof = {"executor": "slurm", "account": "acct", "partition": "p", "container_image": "", "gpus_per_node": 0,
+            "time": "00:05:00"} | (prof_over or {})
+    job = prepare_job(env=prof, mode="batch", runspec=spec, packager=Packager(), script=str(spec.script_path),
+                      args=list(args), base_dir=tmp_path / "jobs", exp_id="t-job_1")
+    return job, render_sbatch(job)
+
+
+def _heredoc(text: str, name: str) -> str:
+    start = text.index(f"/{name} <<'NEMOTRON_RUNSPEC_EOF'\n") + len(f"/{name} <<'NEMOTRON_RUNSPEC_EOF'\n")
+    return text[start:text.index("\nNEMOTRON_RUNSPEC_EOF", start)]
+
+
+@pytest.mark.parametrize("image", ["", "docker://ubuntu:22.04"])
+def test_slurm_torchrun_runs_the_launch_script_once_per_node(tmp_path, image):
+    spec = parse(script(tmp_path, 'setup = "export A=1"', "[tool.runspec.run]", 'launch = "torchrun"',
+                        'cmd = "uv run python {script} --config {config} {args}"'))
+    job, text = _render(tmp_path, spec, {"nodes": 2, "container_image": image}, args=["$(id)"])
+    seen = job.job_dir if not image else "/nemo_run"
+    launch = _heredoc(text, "runspec_launch.sh")
+    assert f". {seen}/runspec_setup.sh\n" in launch
+    cmd = f"uv run python {spec.script_path} --config {seen}/train.yaml '$(id)'"
+    assert launch.endswith("--nnodes 2 --nproc-per-node 1 --node-rank \"$SLURM_NODEID\" --tee 3 --no-python bash -c "
+                           + shlex.quote(cmd))
+    assert 'export NEMOTRON_HEAD_NODE_IP="$head_node_ip"' in text
+    srun = [ln for ln in text.splitlines() if ln.startswith("srun --output")]
+    assert len(srun) == 1 and srun[0].endswith(f"bash {seen}/runspec_launch.sh")
+    assert " torchrun " not in srun[0]  # the launch script starts torchrun, once per node (one task)
+    assert "#SBATCH --ntasks-per-node=1" in text
+    assert _heredoc(text, "runspec_setup.sh").endswith("export A=1")
+
+
+def test_slurm_direct_setup_only_keeps_the_default_command(tmp_path):
+    spec = parse(script(tmp_path, 'setup = "echo hi"', "[tool.runspec.run]", 'launch = "direct"'))
+    job, text = _render(tmp_path, spec, args=["--config", "/nemo_run/train.yaml", "x y"])
+    launch = _heredoc(text, "runspec_launch.sh")
+    assert launch.endswith(f"exec python {spec.script_path} --config {job.job_dir}/train.yaml 'x y'")
+    assert "NEMOTRON_HEAD_NODE_IP" not in text
+
+
+def test_a_setup_line_equal_to_the_heredoc_tag_cannot_end_it(tmp_path):
+    spec = parse(script(tmp_path, 'setup = """\necho a\nNEMOTRON_RUNSPEC_EOF\necho b\n"""',
+                        "[tool.runspec.run]", 'launch = "direct"'))
+    _, text = _render(tmp_path, spec)
+    assert "<<'NEMOTRON_RUNSPEC_EOF_'\n" in text
+    body = text.split("<<'NEMOTRON_RUNSPEC_EOF_'\n", 1)[1].split("\nNEMOTRON_RUNSPEC_EOF_\n", 1)[0]
+    assert body.endswith("echo a\nNEMOTRON_RUNSPEC_EOF\necho b")
+
+
+def test_ray_sources_setup_before_each_raylet_and_runs_cmd_as_driver(tmp_path):
+    spec = parse(script(tmp_path, 'setup = "export B=2"', "[tool.runspec.run]", 'launch = "ray"',
+                        'cmd = "uv run --extra x python {script} --config {config}"'))
+    job, text = _render(tmp_path, spec, {"nodes": 2})
+    assert f"set +u; . {job.job_dir}/runspec_setup.sh; set -u" in text.split("pre-ray-start.sh\" <<'EOF_PRE'", 1)[1]
+    assert _heredoc(text, "runspec_launch.sh").endswith(
+        f"exec uv run --extra x python {spec.script_path} --config {job.job_dir}/train.yaml")
+    driver = text.split("<<'EOF_DRIVER'\n", 1)[1].split("\nEOF_DRIVER", 1)[0]
+    assert driver.endswith(f"bash {job.job_dir}/runspec_launch.sh")
+
+
+def test_top_level_setup_is_a_description_never_run(tmp_path, capfd, monkeypatch):
+    """The reference's recipes write prose there ("NeMo ... pre-installed in the image.");
+    running it would fail every such recipe, and backquotes in it would execute."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "job.py"
+    path.write_text(block("[tool.runspec]", 'name = "t/job"',
+                          'setup = "Everything is in the image; `touch PWNED` is prose."',
+                          "[tool.runspec.run]", 'launch = "direct"') + textwrap.dedent(PROBE))
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    spec = parse(path)
+    assert spec.setup.startswith("Everything is in the image") and spec.run.setup == ()
+    assert _run_local(tmp_path, spec, []) == 0
+    assert _probe(capfd)["argv"][0] == "--config"  # the recipe ran, started as without setup
+    assert not (tmp_path / "jobdir" / "runspec_setup.sh").exists()
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+def test_top_level_setup_as_a_list_says_where_commands_go(tmp_path):
+    text = block("[tool.runspec]", 'name = "t/x"', 'setup = ["pip install x"]')
+    with pytest.raises(RunspecError) as ei:
+        parse_text(text, path="x.py")
+    assert "[tool.runspec.run] setup = [...]" in str(ei.value) and "x.py:4:" in str(ei.value)
+
+
+def test_run_setup_as_a_list_is_one_line_per_command(tmp_path):
+    spec = parse(script(tmp_path, "[tool.runspec.run]", 'setup = ["export A=1", "export B=2"]'))
+    assert spec.run.setup == ("export A=1", "export B=2") and spec.run.setup_script == "export A=1\nexport B=2"
+
+
+@pytest.mark.parametrize("value", ['[]', '""', '[1]', '["ok", ""]', '7'])
+def test_bad_run_setup_is_one_line(tmp_path, value):
+    text = block("[tool.runspec]", 'name = "t/x"', "[tool.runspec.run]", f"setup = {value}")
+    with pytest.raises(RunspecError) as ei:
+        parse_text(text, path="x.py")
+    assert "run.setup" in str(ei.value) and "\n" not in str(ei.value)
