@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemo_runspec.cli.recipe_config import RecipeConfig
     from nemo_runspec.env import EnvFile, EnvProfile
+    from nemo_runspec.run import RunConfig
 
 Mode = Literal["run", "batch", "local"]
 
@@ -100,6 +101,25 @@ class CompiledJob:
 
         return launch_of(self.runspec)
 
+    @property
+    def run_config(self) -> RunConfig:
+        """What this job will do, as a :class:`~nemo_runspec.run.RunConfig`: the one it
+        was compiled from after the run environment's ``detach``/``dry_run``.
+        Derived from this object (not a second copy); compiling it again gives the same job."""
+        from nemo_runspec.run import RunConfig
+
+        cli = self.job_config.run.get("cli") or {}
+        return RunConfig(
+            profile=self.profile.name if self.profile is not None else None,
+            detach=self.mode == "batch",
+            dry_run=self.dry_run,
+            config=cli.get("config"),
+            overrides=tuple(cli.get("overrides") or ()),
+            passthrough=self.passthrough,
+            env_file=str(self.env_file.path) if self.env_file is not None else None,
+            force_squash=self.force_squash,
+        )
+
     @cached_property
     def registry(self) -> ArtifactRegistry:
         """The artifact registry of this command (``$NEMOTRON_ARTIFACTS_ROOT``, else
@@ -141,10 +161,11 @@ def _refuse_profile_as_argument(words: list[str], env_file: EnvFile | None) -> N
             )
 
 
-def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = True) -> CompiledJob:
+def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts: bool = True) -> CompiledJob:
     """Compile the job a recipe command was asked to run (see the module docstring).
 
-    ``cfg`` is the command's :class:`~nemo_runspec.cli.recipe_config.RecipeConfig`.
+    ``cfg`` is a :class:`~nemo_runspec.run.RunConfig` (what Python callers build)
+    or the command's :class:`~nemo_runspec.cli.recipe_config.RecipeConfig`.
     Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
     first problem found: config, override, env.toml, profile, or (unless
     ``check_artifacts`` is false or this is a dry run) an ``${art:...}`` that
@@ -153,11 +174,13 @@ def compile_job(spec: Runspec, cfg: RecipeConfig, *, check_artifacts: bool = Tru
     # Imported here: recipe command modules import this one for `--help`.
     from omegaconf import OmegaConf
 
+    from nemo_runspec.cli.recipe_config import as_recipe_config
     from nemo_runspec.config import build_job_config, parse_config
     from nemo_runspec.env import load_env_profile, read_sections
     from nemo_runspec.env.discovery import not_found_error
     from nemo_runspec.execution.settings import job_env
 
+    cfg = as_recipe_config(cfg)
     ctx = cfg.ctx
     train_config = parse_config(ctx, spec.config_dir, spec.config.default)
     env_file = _read_env_file(ctx.env_file)

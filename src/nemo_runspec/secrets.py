@@ -189,6 +189,29 @@ def _mask_assignment(m: re.Match[str]) -> str:
     return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED}{m.group('q')}"
 
 
+def secret_arguments(args: Iterable[str]) -> list[str]:
+    """The command-line arguments in ``args`` that carry a secret: ``NAME=value`` or
+    ``--name=value`` under a secret name, the value after a bare ``--secret-name``, and
+    any credential-shaped token. Returns the arguments themselves, in order.
+
+    >>> secret_arguments(["train.lr=1", "HF_TOKEN=abc", "--api-key", "k1", "--seed", "3"])
+    ['HF_TOKEN=abc', 'k1']
+    """
+    found: list[str] = []
+    items = [str(a) for a in args]
+    for i, arg in enumerate(items):
+        name, eq, value = arg.lstrip("-").partition("=")
+        if (eq and is_secret_name(name.replace("-", "_")) and is_secret_value(value)
+                and value.lower() not in ("true", "false", "none", "null")):
+            found.append(arg)
+        elif (not eq and arg.startswith("-") and is_secret_name(name.replace("-", "_"))
+              and i + 1 < len(items) and not items[i + 1].startswith("-")):
+            found.append(items[i + 1])
+        elif looks_like_credential(arg):
+            found.append(arg)
+    return list(dict.fromkeys(found))
+
+
 def is_secret_value(value: Any) -> bool:
     """True when ``value``, held under a secret name, is a literal secret worth hiding."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):

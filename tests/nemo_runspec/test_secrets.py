@@ -203,3 +203,17 @@ def test_secret_names_found_inside_words_and_by_pass(name):
                                   "secret_env"])
 def test_pass_counts_and_paths_are_not_secret(name):
     assert not is_secret_name(name)
+
+
+@pytest.mark.parametrize(("args", "found"), [
+    (["HF_TOKEN=abc123"], ["HF_TOKEN=abc123"]),
+    (["--api-key", "k1", "--seed", "3"], ["k1"]),
+    (["--password=pw"], ["--password=pw"]),
+    (["hf_" + "a" * 24], ["hf_" + "a" * 24]),
+    (["train.lr=1", "--seed", "3", "HF_HOME=/x", "--api-key"], []),
+    (["USE_AUTH_TOKEN=true", "HF_TOKEN=${oc.env:HF_TOKEN}"], []),
+])
+def test_secret_arguments(args, found):
+    from nemo_runspec.secrets import secret_arguments
+
+    assert secret_arguments(args) == found

@@ -27,6 +27,8 @@ class GlobalContext:
     force_squash: bool = False
     env_file: str | None = None
     debug: bool = False
+    recipe_dirs: list[str] = field(default_factory=list)
+    """Directories named with ``--recipe-dir`` (repeatable): their recipe scripts become commands."""
     overrides: list[str] = field(default_factory=list)
     passthrough: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
@@ -61,6 +63,7 @@ _VALUE_OPTIONS: dict[str, tuple[str, str]] = {
     "--run": ("run", "a profile name"),
     "--batch": ("batch", "a profile name"),
     "--env-file": ("env_file", "a path"),
+    "--recipe-dir": ("recipe_dirs", "a directory"),
 }
 _FLAG_OPTIONS: dict[str, str] = {
     "--dry-run": "dry_run",
@@ -78,6 +81,7 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("-d, --dry-run", "--dry-run", "Show the compiled job and configs; touch nothing"),
     ("--force-squash", "--force-squash", "Re-import the container image into its .sqsh even if one exists (Slurm)"),
     ("--env-file PATH", "--env-file", "Use this env.toml instead of discovering one"),
+    ("--recipe-dir DIR", "--recipe-dir", "Also make the recipe scripts under DIR commands (repeatable)"),
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
 )
 
@@ -93,6 +97,9 @@ def _set_value(ctx: GlobalContext, long: str, value: str, given: dict[str, str])
     field_name, what = _VALUE_OPTIONS[long]
     if value == "":
         raise CLIUsageError(f"{long} needs {what}", hint=f"e.g. {long} NAME")
+    if field_name == "recipe_dirs":  # repeatable
+        ctx.recipe_dirs.append(value)
+        return
     previous = getattr(ctx, field_name)
     if previous is not None and previous != value:
         raise CLIUsageError(
@@ -261,6 +268,7 @@ def merge_late_globals(ctx: GlobalContext, late: GlobalContext) -> None:
     for name in ("dry_run", "force_squash", "debug"):
         if getattr(late, name):
             setattr(ctx, name, True)
+    ctx.recipe_dirs.extend(d for d in late.recipe_dirs if d not in ctx.recipe_dirs)
     if ctx.run is not None and ctx.batch is not None:
         raise CLIUsageError(
             "--run and --batch cannot be used together",

@@ -181,7 +181,11 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     if slurm_job is None:
         from nemo_runspec.execution.local import local_preview
 
-        scripts, commands = None, [local_preview(job.runspec, job.job_config, job.passthrough)]
+        from nemo_runspec.secrets import redact_text, secret_arguments
+
+        # a local run passes script arguments as they are; the preview never shows a secret one
+        line = local_preview(job.runspec, job.job_config, job.passthrough)
+        scripts, commands = None, [redact_text(line, secret_arguments(job.passthrough))]
     else:
         from nemo_runspec.slurm.render import render_sbatch
 

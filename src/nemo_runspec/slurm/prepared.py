@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.errors import ExecutionError
+from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.execution.env_vars import code_env, split_env_vars
 from nemo_runspec.execution.executor import create_executor
 from nemo_runspec.execution.runspec_cmd import uses_launch_script
@@ -31,6 +31,7 @@ from nemo_runspec.execution.settings import (
     profile_values,
 )
 from nemo_runspec.execution.tunnels import default_base_dir
+from nemo_runspec.secrets import redact_text
 
 if TYPE_CHECKING:
     from nemo_runspec.job import CompiledJob
@@ -206,6 +207,7 @@ def prepare_job(
         # No script in the archive (packager = "none"): the path the submitter sees.
         script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
         script_args = [*job.passthrough, *script_args]
+        _refuse_secret_arguments(script_args)
         args = ["--config", TRAIN_YAML, *script_args]
         env_vars = {**plain, **code_env(plan), **(env_vars or {})}
         secrets = {**job_secrets, **(secrets or {})}
@@ -309,6 +311,27 @@ def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequenc
     executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", *lines) if x)
     executor.launcher = None  # direct: the launch script starts torchrun itself
     prepared.script, prepared.args, prepared.entrypoint = launch_path, [], "bash"
+
+
+def _refuse_secret_arguments(args: Sequence[str]) -> None:
+    """Script arguments are written into the sbatch script (and Slurm's saved job state):
+    one that carries a secret is refused, saying how to pass it instead."""
+    from nemo_runspec.secrets import secret_arguments
+
+    found = secret_arguments(args)
+    if found:
+        arg = found[0]
+        i = list(args).index(arg)
+        if "=" in arg and not arg.startswith("="):
+            what = f"script argument {arg.partition('=')[0]}=***REDACTED***"
+        elif i > 0 and str(args[i - 1]).startswith("-"):
+            what = f"the value of script argument {args[i - 1]}"
+        else:
+            what = f"script argument {i + 1} ({redact_text(arg)})"
+        raise ConfigError(
+            f"{what} is a secret; the sbatch script and Slurm's job record would hold it in clear",
+            key="--", hint="pass it in the environment instead: the profile's env_vars or an exported "
+                           "variable (both reach the job only through its 0600 secrets file)")
 
 
 def _origin(job: CompiledJob | None, env: Any, runspec: Any) -> dict[str, str | None]:

@@ -144,10 +144,20 @@ class FallbackRun:
     def __init__(self, settings: WandbSettings, kind: str, config: Mapping[str, Any], directory: str) -> None:
         wandb = import_wandb(settings)
         Path(directory).mkdir(parents=True, exist_ok=True)
+        init = dict(project=settings.project, entity=settings.entity, name=settings.name,
+                    dir=directory, job_type=kind, config=dict(config), reinit="create_new")
         try:
-            self.run = wandb.init(project=settings.project, entity=settings.entity, name=settings.name,
-                                  dir=directory, job_type=kind, config=dict(config), reinit="create_new")
-        except Exception as exc:  # noqa: BLE001 - no key, unreachable: one line
+            try:
+                self.run = wandb.init(**init)
+            except Exception as exc:
+                if "api key" not in str(exc).lower():
+                    raise
+                # No key where the job runs: keep the metrics (offline) rather than lose the
+                # run or stop the training; they upload later with `wandb sync`.
+                print(f"warning: [{kind}] no W&B API key here ({settings.switch} turned W&B on): "
+                      "logging offline instead", file=sys.stderr, flush=True)
+                self.run = wandb.init(**init, mode="offline")
+        except Exception as exc:  # noqa: BLE001 - unreachable, refused: one line
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"cannot start the W&B run: {msg}", key=settings.switch,
                               hint="set the API key (env.toml [wandb] api_key_env), or [wandb] mode = "

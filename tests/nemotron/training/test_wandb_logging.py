@@ -81,6 +81,20 @@ def test_rl_fallback_logs_with_nemo_rl_switch_and_env_settings(tmp_path, wandb_e
     assert (rec.entity, rec.project, rec.display_name) == ("env-team", "from-env", "nano3-rl")
 
 
+def test_no_api_key_logs_offline_with_a_warning_instead_of_failing(tmp_path, wandb_env):
+    """Online mode asked for (WANDB_MODE unset) but no key where the job runs: the run is
+    kept offline (to sync later), the training is not stopped."""
+    e, wandb_dir = wandb_env
+    e = {k: v for k, v in e.items() if k not in ("WANDB_MODE", "WANDB_API_KEY")}
+    proc = run("pretrain", tmp_path / "job", e, "logger.wandb_project=p", "fallback.max_steps=2",
+               "fallback.save_interval=0", "fallback.log_interval=1", "fallback.eval_interval=0")
+    assert proc.returncode == 0, proc.stderr
+    assert "no W&B API key here (logger.wandb_project turned W&B on): logging offline instead" in proc.stderr
+    assert "offline: upload with `wandb sync" in proc.stdout
+    (run_dir,) = wandb_offline.run_dirs(wandb_dir)
+    assert [r["_step"] for r in wandb_offline.history(run_dir) if "train/loss" in r] == [1, 2]
+
+
 def test_off_by_default_writes_no_run(tmp_path, wandb_env):
     e, wandb_dir = wandb_env
     proc = run("sft", tmp_path / "job", e, "fallback.max_steps=2", "fallback.save_interval=0")

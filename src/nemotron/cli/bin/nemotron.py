@@ -3,7 +3,9 @@
 Global options are pulled out of argv (:func:`split_global_args`) before Typer
 sees it, so they work before or after the subcommand. Command groups are
 imported lazily, when listed (``--help``) or invoked; a group whose import fails
-is replaced by a stub that reports the error.
+is replaced by a stub that reports the error. Recipe scripts without a command
+file get a generated one (:mod:`nemotron.cli.discovered`), added to the group
+their runspec name starts with (or a new one).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ GROUPS: dict[str, tuple[str, str, bool]] = {
     "kit": ("nemotron.cli.kit", "app", False),
     "jobs": ("nemotron.cli.commands.jobs", "app", False),
     "steps": ("nemotron.cli.commands.steps", "app", False),
+    "run": ("nemotron.cli.commands.run", "app", False),
 }
 
 
@@ -74,6 +77,7 @@ class NemotronGroup(FastHelpGroup):
         super().__init__(*args, **kwargs)
         self._loaded: dict[str, Any] = {}
         self.load_errors: dict[str, str] = {}
+        self._root_ctx: Any = None
 
     def _load(self, name: str) -> Any:
         if name in self._loaded:
@@ -88,6 +92,10 @@ class NemotronGroup(FastHelpGroup):
             sub = getattr(module, attr)
             command = typer.main.get_command(sub) if isinstance(sub, typer.Typer) else sub
             command.name = name
+            if hasattr(command, "commands") and name != "run":
+                from nemotron.cli.discovered import attach, discovery_for
+
+                attach(command, (name,), discovery_for(self._root_ctx))
         except Exception as exc:  # noqa: BLE001 - reported, not hidden
             if optional and isinstance(exc, ModuleNotFoundError) and exc.name == module_name:
                 command = None
@@ -100,22 +108,51 @@ class NemotronGroup(FastHelpGroup):
         return command
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
-        """Eager commands plus every registered group that loads (or failed to)."""
+        """Eager commands, every registered group that loads (or failed to), then the
+        groups and commands of recipes found without a command file."""
+        self._root_ctx = ctx
         names = list(super().list_commands(ctx))
         for name in GROUPS:
             if name not in names and self._load(name) is not None:
                 names.append(name)
-        return names
+        from nemotron.cli.discovered import discovery_for, top_level
+
+        return names + top_level(discovery_for(ctx), set(names) | set(GROUPS))
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
-        """Load the group ``cmd_name`` on first use."""
+        """Load the group ``cmd_name`` on first use (with its generated recipe commands);
+        a name only recipes use is their generated group or command."""
+        self._root_ctx = ctx
         if cmd_name in GROUPS and cmd_name not in self.commands:
             return self._load(cmd_name)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name not in GROUPS:
+            from nemotron.cli.discovered import build_top_level, discovery_for
+
+            found = discovery_for(ctx)
+            if any(r.command_path[0] == cmd_name for r in found.recipes.values()):
+                command = build_top_level(cmd_name, found)
+                self.add_command(command, cmd_name)
+        return command
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+        """Click's lookup; an unknown command also reports the recipe dirs' problems
+        (a recipe dir that does not exist may be why)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception:
+            from nemotron.cli.discovered import discovery_for, report
+
+            report(discovery_for(ctx))
+            raise
 
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:
-        """Group help (warns on stderr for each group that failed to load), then globals."""
+        """Group help (warns on stderr for each group that failed to load and each
+        problem finding recipe scripts), then globals."""
         super().format_help(ctx, formatter)
+        from nemotron.cli.discovered import discovery_for, report
+
+        report(discovery_for(ctx))
         from nemo_runspec.cli.help import render_global_options
 
         render_global_options()

@@ -9,13 +9,16 @@ elsewhere.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from nemo_runspec import evaluator, execution, packaging, slurm
+from nemo_runspec import compose, evaluator, execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
+from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/eval/eval.py")
@@ -51,13 +54,20 @@ def eval(ctx: typer.Context) -> int:
     Produces:
         eval: results.json with the scores (publish.name: nano3-eval, nano3-eval-tiny)
     """
-    return evaluate_job(parse_recipe_config(ctx))
+    return evaluate_job(parse_recipe_config(ctx))  # type: ignore[return-value]
 
 
-def evaluate_job(cfg: RecipeConfig) -> int:
-    """Compile, then run here, show, or submit one evaluation (also `nemotron evaluate`)."""
+def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+    """Compile, then run here, show, or submit one evaluation (also `nemotron evaluate`).
+
+    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
+    task id; the caller runs the experiment (None for a dry run, which only shows it).
+    The evaluator images' ``.sqsh`` imports are then not submitted.
+    """
     ev = evaluator.prepare_eval_job(compile_job(SPEC, cfg))  # + tasks, W&B, images
     job = ev.job
+    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
+        return compose.add_to_experiment(job, experiment)
     if job.is_local:  # no profile, or executor = "local": eval.py runs here
         return show(ev) if job.dry_run else execution.run_local(job)
     # FORK POINT: the lines below send the job to Slurm through nemo-run (after the
@@ -66,3 +76,7 @@ def evaluate_job(cfg: RecipeConfig) -> int:
     waits_for = evaluator.submit_image_squashes(ev)  # [] for a dry run
     slurm_job = slurm.prepare_job(job, *packaging.build_packager(job), dependencies=waits_for or None)
     return show(ev, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+
+
+#: The name every recipe command module gives its execute function.
+execute = evaluate_job

@@ -6,13 +6,16 @@ and the artifacts it consumes differ.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
-from nemo_runspec import execution, packaging, slurm
+from nemo_runspec import compose, execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
-from nemo_runspec.cli.recipe_config import parse_recipe_config
+from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
+from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage1_sft/train.py")
@@ -33,7 +36,18 @@ def sft(ctx: typer.Context) -> int:
     Produces:
         model: SFT checkpoint (nano3-sft-model)
     """
-    job = compile_job(SPEC, parse_recipe_config(ctx))  # config + overrides + profile, with provenance
+    return execute(parse_recipe_config(ctx))
+
+
+def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+    """Compile the SFT job of ``run``, then run it here, show it or submit it; returns the exit code.
+
+    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
+    task id; the caller runs the experiment (None for a dry run, which only shows it).
+    """
+    job = compile_job(SPEC, run)  # config + overrides + profile, with provenance
+    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
+        return compose.add_to_experiment(job, experiment)
     if job.is_local:  # no profile, or executor = "local": torchrun here
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace

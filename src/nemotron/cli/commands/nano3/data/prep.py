@@ -11,14 +11,16 @@ the exact script).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import typer
 
-from nemo_runspec import Runspec, execution, packaging, slurm
+from nemo_runspec import Runspec, compose, execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.display import show_dry_run
-from nemo_runspec.cli.recipe_config import parse_recipe_config
+from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
+from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 
 SPECS = {
@@ -40,12 +42,23 @@ Produces:
 
 
 def prepare(spec: Runspec, ctx: typer.Context) -> int:
-    """Compile the data prep of ``spec``'s stage, check its config, then run, show or submit it."""
-    recipe = parse_recipe_config(ctx)
-    job = compile_job(spec, recipe)  # config + overrides + profile, with provenance
+    """The command: the data prep of ``spec``'s stage as the command line asks (:func:`execute`)."""
+    return execute(spec, parse_recipe_config(ctx))  # type: ignore[return-value]
+
+
+def execute(stage: Runspec | str, run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+    """Compile the data prep of ``stage`` (``pretrain``, ``sft``, ``rl`` or its runspec) as
+    ``run`` asks, check its config, then run it here, show it or submit it; returns the
+    exit code. ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and
+    return the task id; the caller runs the experiment (None for a dry run, which only shows it).
+    """
+    spec = SPECS[stage] if isinstance(stage, str) else stage
+    job = compile_job(spec, run)  # config + overrides + profile, with provenance
     from nemotron.data_prep.validation import check_config  # imports pydantic: not at --help time
 
-    check_config(job.train_config, stage_of(spec), overrides=recipe.overrides)  # every key typed, ${...} later
+    check_config(job.train_config, stage_of(spec), overrides=list(run.overrides))  # every key typed, ${...} later
+    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
+        return compose.add_to_experiment(job, experiment)
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace

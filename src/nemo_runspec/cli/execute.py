@@ -1,0 +1,39 @@
+"""The body every recipe command shares: compile, then run here, show, submit, or compose.
+
+:func:`execute_recipe` is what a generated command (a recipe script found by
+:mod:`nemo_runspec.discovery`, or ``nemotron run SCRIPT``) runs. It is the same
+flow as the forkable command files (``nemotron/cli/commands/nano3/pretrain.py``):
+the launch method (``torchrun``, ``direct``, ``ray``) only changes what
+:func:`~nemo_runspec.slurm.prepare_job` builds (the torchrun launcher, a plain
+script, or our Ray template with the script as driver).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec import compose, execution, packaging, slurm
+from nemo_runspec.cli.display import show_dry_run
+from nemo_runspec.job import compile_job
+
+if TYPE_CHECKING:
+    from nemo_runspec._models import Runspec
+    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.run import RunConfig
+
+
+def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+    """Compile the recipe ``spec`` as ``run`` asks, then run it, show it or submit it.
+
+    Returns the exit code (a local run: the script's; ``--run``: the job's;
+    ``--batch`` and dry runs: 0). With ``experiment`` (a ``nemo_run.Experiment``)
+    the recipe's task is added to it instead and its task id returned (None for
+    a dry run, which only shows the job): see :mod:`nemo_runspec.compose`.
+    """
+    job = compile_job(spec, run)  # config + overrides + profile, with provenance
+    if experiment is not None:  # a caller composes: add the task, it runs the experiment
+        return compose.add_to_experiment(job, experiment)
+    if job.is_local:  # no profile, or executor = "local"
+        return show_dry_run(job) if job.dry_run else execution.run_local(job)
+    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor
+    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode

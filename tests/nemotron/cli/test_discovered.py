@@ -1,0 +1,87 @@
+"""Recipe scripts without a command file become commands; `nemotron run SCRIPT` runs any."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+NEMOTRON = Path(sys.executable).with_name("nemotron")
+GOOD = '''"""Say hello from a user recipe."""
+# /// script
+# [tool.runspec]
+# schema = "1"
+# name = "team/hello"
+# [tool.runspec.run]
+# launch = "direct"
+# [tool.runspec.resources]
+# nodes = 1
+# gpus_per_node = 0
+# ///
+import sys
+print("hello", sys.argv[3:])
+'''
+BROKEN = '# /// script\n# [tool.runspec]\n# schema = "1"\n# name = "team/broken"\n# nodez = 3\n# ///\n'
+
+
+def _run(tmp: Path, *argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp / "home"), COLUMNS="200")
+    return subprocess.run([str(NEMOTRON), *argv], cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _recipes(tmp: Path) -> Path:
+    (tmp / "r" / "team" / "config").mkdir(parents=True)
+    (tmp / "r" / "team" / "hello.py").write_text(GOOD)
+    (tmp / "r" / "team" / "config" / "default.yaml").write_text("greeting: hi\n")
+    (tmp / "r" / "team" / "broken.py").write_text(BROKEN)
+    return tmp / "r"
+
+
+def test_recipe_dir_gives_commands_and_a_broken_one_does_not_hide_others(tmp_path: Path) -> None:
+    rdir = _recipes(tmp_path)
+    helped = _run(tmp_path, "--recipe-dir", str(rdir), "--recipe-dir", str(tmp_path / "nope"), "--help")
+    assert helped.returncode == 0 and "team" in helped.stdout and "nano3" in helped.stdout
+    assert f"recipe dir {tmp_path / 'nope'} does not exist" in helped.stderr
+    group = _run(tmp_path, "--recipe-dir", str(rdir), "team", "--help")
+    assert "Say hello from a user recipe." in group.stdout and "failed to load" in group.stdout
+    broken = _run(tmp_path, "--recipe-dir", str(rdir), "team", "broken")
+    assert broken.returncode == 2 and "Traceback" not in broken.stderr
+    assert f"error: {rdir / 'team' / 'broken.py'}:5: unknown key 'nodez'" in broken.stderr
+    ran = _run(tmp_path, "--recipe-dir", str(rdir), "team", "hello", "+x=1", "--", "--a")
+    assert ran.returncode == 0, ran.stderr
+    assert "hello ['--a']" in ran.stdout
+
+
+def test_env_toml_cli_recipe_dirs_and_dry_runs(tmp_path: Path) -> None:
+    _recipes(tmp_path)
+    (tmp_path / "env.toml").write_text('[cli]\nrecipe_dirs = ["r"]\n\n[dev]\nexecutor = "slurm"\n'
+                                       'account = "a"\npartition = "p"\nnodes = 2\n')
+    help_ = _run(tmp_path, "team", "hello", "--help")
+    assert "default" in help_.stdout and "dev" in help_.stdout and "nemotron team hello --dry-run" in help_.stdout
+    slurm = _run(tmp_path, "team", "hello", "--batch", "dev", "--dry-run", "greeting=yo")
+    assert slurm.returncode == 0, slurm.stderr
+    assert "#SBATCH --nodes=2" in slurm.stdout and "greeting: yo" in slurm.stdout
+    assert _run(tmp_path, "env", "check").returncode == 0  # recipe_dirs is a known [cli] key
+
+
+def test_hand_written_command_wins(tmp_path: Path) -> None:
+    (tmp_path / "r" / "config").mkdir(parents=True)
+    (tmp_path / "r" / "p.py").write_text(GOOD.replace("team/hello", "nano3/pretrain").replace("Say hello", "Fake"))
+    (tmp_path / "r" / "config" / "default.yaml").write_text("a: 1\n")
+    out = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "pretrain", "--help")
+    assert "Pretrain Nemotron 3 Nano" in out.stdout and "Fake" not in out.stdout
+
+
+def test_nemotron_run_script(tmp_path: Path) -> None:
+    rdir = _recipes(tmp_path)
+    script = rdir / "team" / "hello.py"
+    ran = _run(tmp_path, "run", str(script), "--", "--b")
+    assert ran.returncode == 0 and "hello ['--b']" in ran.stdout, ran.stderr
+    dry = _run(tmp_path, "run", str(script), "-d", "greeting=yo")
+    assert dry.returncode == 0 and "greeting: yo" in dry.stdout
+    missing = _run(tmp_path, "run", str(tmp_path / "nothere.py"))
+    assert missing.returncode == 2 and missing.stderr.strip() == f"error: {tmp_path / 'nothere.py'}: script not found"
+    broken = _run(tmp_path, "run", str(rdir / "team" / "broken.py"))
+    assert broken.returncode == 2 and "unknown key 'nodez'" in broken.stderr and "Traceback" not in broken.stderr
