@@ -180,7 +180,6 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
 
     if slurm_job is None:
         from nemo_runspec.execution.local import local_preview
-
         from nemo_runspec.secrets import redact_text, secret_arguments
 
         # a local run passes script arguments as they are; the preview never shows a secret one
