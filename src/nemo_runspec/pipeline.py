@@ -365,9 +365,18 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             result.jobs[plan.name] = submit_detached(prepared)
             _ledger(result.jobs[plan.name], pipe_id)
             say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")
-    except BaseException:
+    except BaseException as exc:
+        accepted = getattr(exc, "accepted_job_id", None)  # interrupted right after sbatch answered
+        if accepted and plan.name not in result.jobs:
+            from nemo_runspec.slurm.prepared import SubmittedJob
+
+            result.jobs[plan.name] = SubmittedJob(job_id=accepted, job_dir=prepared.job_dir, name=prepared.name,
+                                                  prepared=prepared, log_path="", sbatch_log_path="",
+                                                  sbatch_path=prepared.sbatch_path)
         if result.jobs:
-            cancel_jobs(result, reason="the pipeline's submission failed")
+            why = "the pipeline's submission was interrupted" if isinstance(exc, KeyboardInterrupt) \
+                else "the pipeline's submission failed"
+            cancel_jobs(result, reason=why)
         raise
     finally:
         if result.jobs:

@@ -263,8 +263,13 @@ def submit_allocation(plans: Sequence[StagePlan], *, build_packager: Callable[[C
                 squash_ids.append(sub.squash_job_id)
         secrets = [str(v) for job in staged for v in job.secrets.values()]
         deps = f" --dependency=afterok:{':'.join(squash_ids)}" if squash_ids else ""
-        with submission_environment(secrets):
-            rc, stdout, stderr = Remote(first).run(f"sbatch --requeue --parsable{deps} {shlex.quote(alloc.driver_path)}")
+        from nemo_runspec.signals import deferred, own_session_prefix
+
+        remote = Remote(first)
+        prefix = own_session_prefix() if remote.local else ""
+        with submission_environment(secrets), deferred():  # an interrupt waits for the job id
+            rc, stdout, stderr = remote.run(f"{prefix}sbatch --requeue --parsable{deps} "
+                                            f"{shlex.quote(alloc.driver_path)}")
         job_id = stdout.strip().split(";", 1)[0]
         if rc != 0 or not job_id.isdigit():
             from nemo_runspec.errors import SubmissionError

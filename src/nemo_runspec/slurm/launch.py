@@ -260,8 +260,20 @@ class SlurmLaunch:
                 f"--dependency={executor.dependency_type}:{':'.join(executor.parse_deps())}",
             ]
         req.launch_cmd += [dst_path]
-        self.job_id = tunnel.run(" ".join(req.launch_cmd)).stdout.strip()
+        from nemo_runspec.signals import deferred, own_session_prefix
+
+        # An interrupt waits for sbatch's answer, so the job id is never lost; and a local
+        # sbatch runs in a session of its own, out of reach of a Ctrl-C sent to our group.
+        prefix = own_session_prefix() if not isinstance(tunnel, _ssh_tunnel_class()) else ""
+        with deferred():
+            self.job_id = tunnel.run(prefix + " ".join(req.launch_cmd)).stdout.strip()
         return self.job_id
+
+
+def _ssh_tunnel_class() -> type:
+    from nemo_run.core.tunnel.client import SSHTunnel
+
+    return SSHTunnel
 
 
 def _validate(app: Any) -> None:

@@ -79,13 +79,18 @@ def follow(
     remote = Remote(sub.prepared)
     try:
         return _follow_loop(sub, remote, console, poll, out)
-    except KeyboardInterrupt:
-        action = (on_interrupt or _ask_detach_or_cancel)(sub)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.signals)
+        from nemo_runspec.signals import exit_code
+
+        sub.interrupt_code = exit_code(exc)
+        # only Ctrl-C asks: a SIGTERM/SIGHUP sender is not at the terminal
+        ask = on_interrupt or (_ask_detach_or_cancel if sub.interrupt_code == 130 else (lambda s: "detach"))
+        action = ask(sub)
         if action == "cancel":
             remote.run(f"scancel {sub.job_id}")
             console.print(f"[yellow]Cancelled job {sub.job_id}[/]", highlight=False)
-            sub.state, sub.exit_code, sub.interrupted = "CANCELLED", 130, True
-            return 130
+            sub.state, sub.exit_code, sub.interrupted = "CANCELLED", sub.interrupt_code, True
+            return sub.interrupt_code
         detach(sub, console)
         return None
 

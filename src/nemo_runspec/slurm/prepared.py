@@ -150,6 +150,8 @@ class SubmittedJob:
     nodes: str = ""
     #: the Slurm job importing the container image first (nemo_runspec.squash), if any
     squash_job_id: str | None = None
+    #: exit status after an interrupt: 130 for Ctrl-C, 128+N for SIGTERM/SIGHUP
+    interrupt_code: int = 130
 
     @property
     def returncode(self) -> int:
@@ -157,7 +159,7 @@ class SubmittedJob:
         130 when Ctrl-C detached from it (or cancelled it), else 0 (``--batch``)."""
         if self.exit_code is not None:
             return self.exit_code
-        return 130 if self.interrupted else 0
+        return self.interrupt_code if self.interrupted else 0
 
 
 def prepare_job(

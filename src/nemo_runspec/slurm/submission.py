@@ -98,8 +98,24 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
             import sys
 
             marker.unlink(missing_ok=True)
-            print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
-                  f"squeue -j {accepted} to see it, scancel {accepted} to cancel it", file=sys.stderr)
+            exc.accepted_job_id = accepted  # type: ignore[union-attr] # a pipeline cancels it with the rest
+            try:  # `nemotron jobs` must know it: the ledger, and the job id on stdout for scripts
+                import json
+
+                from nemo_runspec.slurm.ledger import record_submission
+
+                log, sbatch_log = log_paths(job, accepted)
+                sub = SubmittedJob(job_id=accepted, job_dir=job.job_dir, name=job.name, prepared=job,
+                                   log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
+                                   squash_job_id=squash_job)
+                record_submission(sub)
+                print(json.dumps(submission_record(sub)), flush=True)
+            except Exception:  # noqa: BLE001 - never hide the interrupt; the line below still names the job
+                pass
+            finally:
+                print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
+                      f"nemotron jobs logs -f {accepted} follows it, nemotron jobs cancel {accepted} "
+                      f"cancels it (or squeue -j {accepted}, scancel {accepted})", file=sys.stderr, flush=True)
             raise
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -223,8 +239,18 @@ def _squash_first(job: PreparedJob, executor: Any) -> str | None:
 
 
 def _cleanup_failed(job: PreparedJob) -> None:
+    """Remove what a submission that never reached Slurm created: the secrets file, the
+    local experiment dir and, over SSH, the experiment dir on the cluster (a path of its own)."""
     remove_secrets(job)
     shutil.rmtree(job.local_exp_dir, ignore_errors=True)
+    if job.tunnel_kind == "ssh":
+        import contextlib
+        import shlex
+
+        from nemo_runspec.slurm.remote import Remote
+
+        with contextlib.suppress(Exception):  # best effort: the cluster may be what failed
+            Remote(job).run(f"rm -rf -- {shlex.quote(job.remote_exp_dir)}")
 
 
 def remove_staged(job: PreparedJob) -> None:

@@ -168,6 +168,10 @@ class NemotronGroup(FastHelpGroup):
         """Split global options off ``args``, run Typer, turn our errors into exit codes."""
         argv = list(sys.argv[1:] if args is None else args)
         debug = _debug_requested(argv)
+        if standalone_mode:
+            from nemo_runspec.signals import install
+
+            install()  # SIGTERM and SIGHUP clean up like Ctrl-C
         try:
             gctx, rest = split_global_args(argv)
             debug = debug or gctx.debug
@@ -186,11 +190,13 @@ class NemotronGroup(FastHelpGroup):
             if not standalone_mode:
                 raise
             sys.exit(_exit_code(exc))
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.signals)
+            from nemo_runspec.signals import exit_code
+
+            print(f"interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)
             if not standalone_mode:
                 raise
-            sys.exit(130)
+            sys.exit(exit_code(exc))
         except Exception as exc:
             if not standalone_mode:
                 raise
@@ -214,6 +220,14 @@ class NemotronGroup(FastHelpGroup):
             sys.exit(exc.exit_code)
         if not standalone_mode:
             return rv
+        from nemo_runspec.signals import received
+
+        if rv == 130 and (sig := received()) is not None:
+            # Typer turns a KeyboardInterrupt (ours for SIGTERM/SIGHUP too) into exit 130
+            import signal as _signal
+
+            print(f"interrupted ({_signal.Signals(sig).name})", file=sys.stderr)
+            sys.exit(128 + sig)
         # Typer returns the code of a typer.Exit here; a command's own return value
         # is not an exit status unless it is an int (same as Click's standalone mode).
         sys.exit(rv if isinstance(rv, int) else 0)

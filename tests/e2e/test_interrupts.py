@@ -1,0 +1,180 @@
+"""SIGINT, SIGTERM and SIGHUP at every step of a submission, on the real cluster.
+
+The CLI runs in its own session and the signal goes to its whole process group,
+as a terminal's Ctrl-C (or a scheduler stopping a login-node script) does, so a
+child such as ``sbatch`` gets it too. Each step is reached through a stand-in on
+PATH that leaves a marker and waits before doing the real thing: ``git`` (before
+submission: provenance and packaging), ``sbatch`` (the submission itself) and
+``squeue`` (the queue wait). The log-follow step is a real running job.
+
+Before Slurm has the job, an interrupt leaves nothing: no job dir, no secrets
+file, no job. After, the job is kept and the command prints how to follow and
+cancel it (and `nemotron jobs` knows it). Either way the exit status is 128+N.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slurm]
+
+NEMOTRON = Path(sys.executable).with_name("nemotron")
+SECRET = "interruptSECRETvalue0123456789"
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+RECIPE = '''\
+# /// script
+# [tool.runspec]
+# name = "e2e/sleeper"
+#
+# [tool.runspec.run]
+# launch = "direct"
+# ///
+import os, pathlib, sys, time
+print("started", flush=True)
+pathlib.Path(os.environ["SLEEPER_MARK"]).touch()
+time.sleep(int(os.environ.get("SLEEPER_SECONDS", "60")))
+'''
+
+
+def stand_in(bin_dir: Path, name: str, mark: Path, wait: float = 3.0) -> None:
+    """``name`` on PATH: leave ``mark``, wait, then run the real one."""
+    real = shutil.which(name)
+    assert real, name
+    path = bin_dir / name
+    path.write_text(f"#!/bin/sh\ntouch {mark}\nsleep {wait}\nexec {real} \"$@\"\n")
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, slurm_cluster) -> dict:
+    (tmp_path / "bin").mkdir()
+    recipe_dir = tmp_path / "recipes"
+    recipe_dir.mkdir()
+    (recipe_dir / "sleeper.py").write_text(RECIPE)
+    (recipe_dir / "config").mkdir()
+    (recipe_dir / "config" / "default.yaml").write_text("x: 1\n")
+    subprocess.run(["git", "init", "-q", str(recipe_dir)], check=True)
+    subprocess.run(["git", "-C", str(recipe_dir), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(recipe_dir), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
+                   check=True)
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(textwrap.dedent(f"""
+        [cluster]
+        executor = "slurm"
+        account = "{slurm_cluster.account}"
+        partition = "{slurm_cluster.default_partition}"
+        batch_partition = "{slurm_cluster.default_partition}"
+        container_image = ""
+        gpus_per_node = 0
+        time = "00:05:00"
+        packager = "code"
+        env_vars = {{ HF_TOKEN = "{SECRET}", SLEEPER_MARK = "{tmp_path / 'running'}" }}
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml), TERM="dumb",
+               COLUMNS="250", PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    return {"tmp": tmp_path, "env": env, "bin": tmp_path / "bin", "script": recipe_dir / "sleeper.py",
+            "home": tmp_path / "home"}
+
+
+def start(sb: dict, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(NEMOTRON), "run", str(sb["script"]), mode, "cluster"], env=sb["env"],
+                            cwd=sb["tmp"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def signal_when(proc: subprocess.Popen[str], mark: Path, sig: int, timeout: float = 120) -> tuple[str, str]:
+    deadline = time.monotonic() + timeout
+    while not mark.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{mark} never appeared"
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig)
+    return proc.communicate(timeout=120)
+
+
+def our_jobs() -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-n", "nemotron-e2e-sleeper", "-o", "%i"], capture_output=True,
+                         text=True).stdout
+    return out.split()
+
+
+def secrets_files(home: Path) -> list[Path]:
+    return [p for p in home.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()] \
+        if home.exists() else []
+
+
+@pytest.fixture(autouse=True)
+def no_job_left_behind():
+    before = set(our_jobs())
+    yield
+    for job in set(our_jobs()) - before:
+        subprocess.run(["scancel", job], capture_output=True)
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_before_slurm_has_the_job_nothing_is_left(sandbox, sig):
+    mark = sandbox["tmp"] / "git-called"
+    stand_in(sandbox["bin"], "git", mark, wait=30)
+    before = set(our_jobs())
+    proc = start(sandbox, "--batch")
+    out, err = signal_when(proc, mark, sig)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    jobs = sandbox["home"] / "jobs"
+    assert not jobs.exists() or not [p for p in jobs.rglob("*") if p.is_file()], list(jobs.rglob("*"))
+    assert secrets_files(sandbox["home"]) == []
+    assert set(our_jobs()) == before
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_during_sbatch_the_job_id_is_kept_and_printed(sandbox, sig, slurm_cluster):
+    mark = sandbox["tmp"] / "sbatch-called"
+    stand_in(sandbox["bin"], "sbatch", mark, wait=2)
+    proc = start(sandbox, "--batch")
+    out, err = signal_when(proc, mark, sig)
+    assert proc.returncode == 128 + sig, err
+    match = re.search(r"interrupted after Slurm accepted job (\d+)", err)
+    assert match, err  # sbatch finished (the signal waited for it) and its answer was kept
+    job_id = match.group(1)
+    assert json.loads(out.strip().splitlines()[-1])["job_id"] == job_id
+    assert f"nemotron jobs cancel {job_id}" in err
+    assert slurm_cluster.job_result(job_id) is not None or job_id in our_jobs()
+    status = subprocess.run([str(NEMOTRON), "jobs", "status", job_id], env=sandbox["env"], cwd=sandbox["tmp"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert status.returncode == 0 and job_id in status.stdout, status.stderr
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_in_the_queue_wait_the_command_detaches(sandbox, sig):
+    mark = sandbox["tmp"] / "squeue-called"
+    stand_in(sandbox["bin"], "squeue", mark, wait=0)
+    proc = start(sandbox, "--run")
+    out, err = signal_when(proc, mark, sig)
+    assert proc.returncode == 128 + sig, err
+    job_id = re.search(r"Submitted Slurm job (\d+)", err).group(1)
+    assert f"Detached from job {job_id}" in err and f"scancel {job_id}" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_while_following_the_log_the_job_keeps_running(sandbox, sig):
+    proc = start(sandbox, "--run")
+    out, err = signal_when(proc, sandbox["tmp"] / "running", sig)
+    assert proc.returncode == 128 + sig, err
+    job_id = re.search(r"Submitted Slurm job (\d+)", err).group(1)
+    assert f"Detached from job {job_id}" in err
+    assert job_id in our_jobs()  # still running: a signal to the CLI never cancels the job
+    assert "Traceback" not in err
