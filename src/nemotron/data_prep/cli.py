@@ -88,4 +88,11 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
         where = exc.filename or "the output directory"
         print(f"error: {path_error(exc, where, 'write data-prep output to')}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug or a fault nobody foresaw: still one line, the traceback on request
+        if debug:
+            raise
+        text = " ".join(str(exc).split())[:500]
+        print(f"error: internal error: {type(exc).__name__}: {text} (NEMOTRON_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 1
     return 0

@@ -15,6 +15,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from .report import named_os_error, tmp_path_for
+
 INDEX_HEADER = b"MMIDIDX\x00\x00"
 _DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 8}
 
@@ -27,9 +29,10 @@ def dtype_for_vocab(vocab_size: int) -> str:
 class IndexedDatasetWriter:
     """Stream documents into ``<prefix>.bin`` and write ``<prefix>.idx`` on :meth:`finalize`.
 
-    Files are written under temporary names (``<prefix>.bin.tmp`` ...) and renamed
-    into place by :meth:`finalize`, so a crash never leaves a half-written dataset
-    under the final name.
+    Files are written under temporary names unique to this writer
+    (:func:`~nemotron.data_prep.report.tmp_path_for`) and renamed into place by
+    :meth:`finalize`, so a crash never leaves a half-written dataset under the
+    final name and two writers never share a file. An ``OSError`` names the file.
     """
 
     def __init__(self, prefix: str | os.PathLike[str], dtype: str) -> None:
@@ -41,8 +44,13 @@ class IndexedDatasetWriter:
         self.dtype = dtype
         self._np_dtype = np.dtype(dtype)
         self._lengths: list[int] = []
-        self._bin_tmp = self.prefix.with_name(self.prefix.name + ".bin.tmp")
-        self._bin = open(self._bin_tmp, "wb")  # noqa: SIM115 - closed in finalize/abort
+        self._bin_path = self.prefix.with_name(self.prefix.name + ".bin")
+        self._bin_tmp = tmp_path_for(self._bin_path)
+        self._idx_tmp: Path | None = None
+        try:
+            self._bin = open(self._bin_tmp, "wb")  # noqa: SIM115 - closed in finalize/abort
+        except OSError as exc:
+            raise named_os_error(exc, self._bin_path) from exc
         self.num_tokens = 0
 
     def add_document(self, tokens: Any) -> None:
@@ -50,7 +58,10 @@ class IndexedDatasetWriter:
         import numpy as np
 
         arr = np.asarray(tokens, dtype=self._np_dtype)
-        self._bin.write(arr.tobytes(order="C"))
+        try:
+            self._bin.write(arr.tobytes(order="C"))
+        except OSError as exc:
+            raise named_os_error(exc, self._bin_path) from exc
         self._lengths.append(int(arr.size))
         self.num_tokens += int(arr.size)
 
@@ -61,6 +72,12 @@ class IndexedDatasetWriter:
 
     def finalize(self) -> tuple[Path, Path]:
         """Write the index, rename both files into place and return ``(bin_path, idx_path)``."""
+        try:
+            return self._finalize()
+        except OSError as exc:
+            raise named_os_error(exc, self._bin_path) from exc
+
+    def _finalize(self) -> tuple[Path, Path]:
         import numpy as np
 
         self._bin.close()
@@ -69,7 +86,8 @@ class IndexedDatasetWriter:
         if len(lengths) > 1:
             pointers[1:] = np.cumsum(lengths[:-1].astype(np.int64)) * self._np_dtype.itemsize
         doc_idx = np.arange(len(lengths) + 1, dtype=np.int64)
-        idx_tmp = self.prefix.with_name(self.prefix.name + ".idx.tmp")
+        idx_path = self.prefix.with_name(self.prefix.name + ".idx")
+        idx_tmp = self._idx_tmp = tmp_path_for(idx_path)
         with open(idx_tmp, "wb") as f:
             f.write(INDEX_HEADER)
             f.write(struct.pack("<Q", 1))
@@ -79,13 +97,16 @@ class IndexedDatasetWriter:
             f.write(lengths.tobytes(order="C"))
             f.write(pointers.tobytes(order="C"))
             f.write(doc_idx.tobytes(order="C"))
-        bin_path = self.prefix.with_name(self.prefix.name + ".bin")
-        idx_path = self.prefix.with_name(self.prefix.name + ".idx")
-        os.replace(self._bin_tmp, bin_path)
+        os.replace(self._bin_tmp, self._bin_path)
         os.replace(idx_tmp, idx_path)
-        return bin_path, idx_path
+        return self._bin_path, idx_path
 
     def abort(self) -> None:
         """Close and delete the temporary files."""
-        self._bin.close()
-        self._bin_tmp.unlink(missing_ok=True)
+        try:
+            self._bin.close()
+        except OSError:  # a full disk fails the last flush too
+            pass
+        for tmp in (self._bin_tmp, self._idx_tmp):
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .common import config_hash, finish, make_plan, remove_stale
+from .common import Plan, config_hash, finish, make_plan
 from .indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
 from .report import BadRecordLog, write_json
 from .runner import run_shards
@@ -61,7 +61,7 @@ def pretrain_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[s
 
     try:
         for seg in shard.segments:
-            for line, rec in iter_segment(seg):
+            for line, rec in iter_segment(seg, params.get("max_record_bytes")):
                 if rec is None:
                     blank += 1
                     continue
@@ -115,13 +115,19 @@ def run_pretrain(
     stream: Any = None,
 ) -> dict[str, Any]:
     """Run pretraining data prep for a config (see ``config/data_prep/default.yaml``); return the summary."""
-    plan = make_plan(cfg, "pretrain", "nano3-pretrain")
+    with make_plan(cfg, "pretrain", "nano3-pretrain", stream=stream) as plan:
+        return plan.reuse(stream) if plan.sealed else _pretrain(plan, on_shard_done, stream)
+
+
+def _pretrain(plan: Plan, on_shard_done: Callable[[Shard, dict], None] | None, stream: Any) -> dict[str, Any]:
+    """The pretrain data prep of a plan that holds its output dir."""
     c, settings = plan.cfg, plan.settings
     tok = load_tokenizer(settings.tokenizer.path, base=settings.data_root)
     fractions = settings.fractions()
     params = {
         "kind": "pretrain",
         "version": 1,
+        "max_record_bytes": settings.max_record_bytes,
         "text_field": settings.input.text_field,
         "add_eod": settings.tokenizer.add_eod,
         "eod_id": tok.eod_id(settings.tokenizer.eod_token),
@@ -134,7 +140,7 @@ def run_pretrain(
     results = run_shards(pretrain_shard, plan.shards, params, plan.out_dir, workers=plan.workers,
                          label="pretrain", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
-    remove_stale(plan.out_dir, keep, tuple(f"{s}/shard_*" for s in SPLIT_NAMES))
+    plan.settle(keep)
 
     blend: dict[str, list[str] | None] = {}
     for split in SPLIT_NAMES:
@@ -172,7 +178,8 @@ def run_pretrain(
         "config_hash": metadata["config_hash"],
         "blend_path": str(plan.out_dir / "blend.json"),
     }
-    return finish(plan, results, summary, stream=stream)
+    return finish(plan, results, summary, stream=stream, kept=summary["documents"],
+                  train=totals["train"]["documents"])
 
 
 __all__ = ["pretrain_shard", "run_pretrain"]

@@ -45,6 +45,11 @@ def publish_output(cfg: Mapping[str, Any] | Any, out_dir: str | Path, summary: d
     return art
 
 
+def will_publish(cfg: Mapping[str, Any] | Any) -> bool:
+    """True when :func:`publish_output` would publish (``publish.name`` set, global rank 0)."""
+    return bool(_publish_settings(cfg).name) and global_rank() == 0
+
+
 def _publish_settings(cfg: Mapping[str, Any] | Any) -> Any:
     """The checked ``publish:`` settings of ``cfg`` (a config mapping or validated settings)."""
     if not isinstance(cfg, Mapping):

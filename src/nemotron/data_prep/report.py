@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +70,60 @@ def check_bad_fraction(records: int, bad: int, max_fraction: float | None, *, re
         )
 
 
+#: A temporary file of :func:`tmp_path_for`: ``.<final name>.<writer pid>-<8 hex>.tmp``.
+TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
+
+
+def tmp_path_for(dest: Path) -> Path:
+    """A temporary name beside ``dest`` that no other writer uses: ``.<name>.<pid>-<8 hex>.tmp``.
+
+    The pid says which process wrote it (a later run sweeps those of dead
+    writers); the random part keeps two writers, even with the same pid on two
+    nodes, from ever sharing a file.
+    """
+    return dest.with_name(f".{dest.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def named_os_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` naming ``path`` if it names no file (a failed ``write()``, pyarrow's errors)."""
+    if exc.filename:
+        return exc
+    code = exc.errno
+    if code is None:  # pyarrow: "... Detail: [errno 28] No space left on device"
+        found = re.search(r"\[errno (\d+)\]", str(exc))
+        code = int(found.group(1)) if found else None
+    reason = os.strerror(code) if code else (exc.strerror or str(exc))
+    return OSError(code, reason, os.fspath(path))
+
+
+@contextmanager
+def atomic_write(dest: Path) -> Iterator[Path]:
+    """Yield a unique temporary path for ``dest``; rename it into place if the block succeeds.
+
+    On any failure the temporary file is removed (nothing half-written is left)
+    and an ``OSError`` that names no file is re-raised naming ``dest``.
+    """
+    tmp = tmp_path_for(dest)
+    try:
+        yield tmp
+        os.replace(tmp, dest)
+    except BaseException as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            named = named_os_error(exc, dest)
+            if named is not exc:
+                raise named from exc
+        raise
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON deterministically (sorted keys, fixed indent) via a temp file + rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write JSON deterministically (sorted keys, fixed indent) via a unique temp file + rename."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    with atomic_write(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def format_bad_summary(bad: dict[str, Any], records: int) -> list[str]:

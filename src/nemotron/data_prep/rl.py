@@ -25,16 +25,16 @@ appear in both train and validation.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .common import config_hash, finish, make_plan, remove_stale
-from .report import BadRecordLog, write_json
+from .common import Plan, config_hash, finish, make_plan
+from .report import BadRecordLog, atomic_write, write_json
 from .runner import run_shards
 from .sharding import RL_SPLITS, Shard, assign_split
 from .sources import Bad, iter_segment
@@ -101,11 +101,10 @@ def rl_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[str, An
     records = blank = 0
     dest = Path(out_dir) / "shards" / f"{shard.name}.jsonl"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
     kept = 0
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(dest) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for seg in shard.segments:
-            for line, rec in iter_segment(seg):
+            for line, rec in iter_segment(seg, params.get("max_record_bytes")):
                 if rec is None:
                     blank += 1
                     continue
@@ -116,7 +115,6 @@ def rl_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[str, An
                     continue
                 f.write(json.dumps(out, ensure_ascii=False, sort_keys=True) + "\n")
                 kept += 1
-    os.replace(tmp, dest)
     return {"records": records, "blank_lines": blank, "kept": kept, "bad": bad.to_dict(),
             "outputs": [f"shards/{shard.name}.jsonl"]}
 
@@ -128,12 +126,18 @@ def run_rl(
     stream: Any = None,
 ) -> dict[str, Any]:
     """Run RL data prep for a config (see ``stage2_rl/config/data_prep/default.yaml``); return the summary."""
-    plan = make_plan(cfg, "rl", "nano3-rl")
+    with make_plan(cfg, "rl", "nano3-rl", stream=stream) as plan:
+        return plan.reuse(stream) if plan.sealed else _rl(plan, on_shard_done, stream)
+
+
+def _rl(plan: Plan, on_shard_done: Callable[[Shard, dict], None] | None, stream: Any) -> dict[str, Any]:
+    """The rl data prep of a plan that holds its output dir."""
     c, settings = plan.cfg, plan.settings
     fractions = settings.fractions()
     params = {
         "kind": "rl",
         "version": 1,
+        "max_record_bytes": settings.max_record_bytes,
         "prompt_field": settings.input.prompt_field,
         "answer_field": settings.input.answer_field,
         "messages_field": settings.input.messages_field,
@@ -143,16 +147,16 @@ def run_rl(
     results = run_shards(rl_shard, plan.shards, params, plan.out_dir, workers=plan.workers,
                          label="rl", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
-    remove_stale(plan.out_dir, keep, ("shards/shard_*",))
+    plan.settle(keep)
 
     dedupe = settings.dedupe
     seed = settings.seed
     seen: set[str] = set()
     counts = dict.fromkeys(RL_SPLITS, 0)
     duplicates = 0
-    tmps = {s: plan.out_dir / f"{s}.jsonl.tmp" for s in RL_SPLITS}
-    handles = {s: open(p, "w", encoding="utf-8") for s, p in tmps.items()}  # noqa: SIM115
-    try:
+    with contextlib.ExitStack() as stack:
+        tmps = {s: stack.enter_context(atomic_write(plan.out_dir / f"{s}.jsonl")) for s in RL_SPLITS}
+        handles = {s: stack.enter_context(open(p, "w", encoding="utf-8")) for s, p in tmps.items()}
         for shard in plan.shards:
             with open(plan.out_dir / "shards" / f"{shard.name}.jsonl", encoding="utf-8") as f:
                 for line in f:
@@ -164,11 +168,6 @@ def run_rl(
                     split = assign_split(rec["id"], fractions, seed)
                     handles[split].write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
                     counts[split] += 1
-    finally:
-        for h in handles.values():
-            h.close()
-    for s, p in tmps.items():
-        os.replace(p, plan.out_dir / f"{s}.jsonl")
     metadata = {
         "kind": "rl",
         "format": "nemo-rl-jsonl-v1",
@@ -187,4 +186,4 @@ def run_rl(
     summary = {"kind": "rl", "splits": counts, "duplicates_removed": duplicates,
                "train_path": str(plan.out_dir / "train.jsonl"),
                "validation_path": str(plan.out_dir / "validation.jsonl"), "config_hash": metadata["config_hash"]}
-    return finish(plan, results, summary, stream=stream)
+    return finish(plan, results, summary, stream=stream, kept=sum(counts.values()), train=counts["train"])

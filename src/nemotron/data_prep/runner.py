@@ -7,7 +7,9 @@ dict must contain ``outputs`` (file names relative to ``out_dir``) and may carry
 ``<out_dir>/.done/<shard>.json`` holding the shard fingerprint and the result; a
 rerun with the same fingerprint and all outputs present reuses the result
 without reading the inputs again. Markers of shards that are not in the current
-plan (an older run cut into more shards) are removed once every shard is done.
+plan (an older run cut into more shards) are removed by the caller once every
+shard is done, from what the output dir's manifest lists
+(:meth:`nemotron.data_prep.common.Plan.settle`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.errors import ConfigError, ExecutionError
+from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
 
-from .common import remove_stale
 from .report import write_json
 from .sharding import Shard
 
@@ -237,7 +238,6 @@ def run_shards(
             _run_ray(fn, todo, params, out, workers, results, progress, on_shard_done)
     finally:
         progress.close()
-    remove_stale(Path(out), {f"{DONE_DIR}/{s.name}.json" for s in shards}, (f"{DONE_DIR}/shard_*.json",))
     return [results[s.index] for s in shards]
 
 
@@ -277,7 +277,10 @@ def _drain(ray, remote, fn_ref, params_ref, out, queue, pending, limit, results,
             except ray.exceptions.RayTaskError as exc:
                 for r in pending:
                     ray.cancel(r)
-                raise ExecutionError(f"{s.name} failed: {exc.cause if hasattr(exc, 'cause') else exc}") from exc
+                cause = getattr(exc, "cause", None)
+                if isinstance(cause, NemoRunspecError | OSError):  # one line naming the file, as in-process
+                    raise cause from None
+                raise ExecutionError(f"{s.name} failed: {cause or exc}") from exc
             progress.update(results[s.index])
             if on_shard_done:
                 on_shard_done(s, results[s.index])

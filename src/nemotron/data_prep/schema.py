@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from nemo_runspec.errors import ConfigError
 
 from .sharding import RL_SPLITS, SPLIT_NAMES, parse_split
+from .sources import MAX_RECORD_BYTES
 
 InputFormat = Literal["auto", "jsonl", "parquet", "hf"]
 
@@ -152,8 +153,22 @@ class DataPrepSettings(_Strict):
     max_bad_fraction: float | None = Field(None, ge=0, le=1, description="fail at the end if more than this "
                                                                          "fraction of records is bad; null: "
                                                                          "never", examples=[0.01])
+    max_record_bytes: int = Field(MAX_RECORD_BYTES, ge=1, description="a record (JSONL line, Parquet row) over "
+                                                                      "this many bytes is bad (too_large), "
+                                                                      "never loaded", examples=[8388608])
+    min_records: int = Field(1, ge=1, description="fail when fewer records than this make it into the output "
+                                                  "(an empty or near-empty result)", examples=[1000])
+    allow_empty: bool = Field(False, description="accept and publish an empty result (no records, or an empty "
+                                                 "train split) instead of failing", examples=[True])
     publish: Publish = Field(default_factory=Publish, description="publish the output to the artifact "
                                                                   "registry")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str | None:
+        if value is not None and "${" not in value and (not value.strip(". ") or "/" in value or "\\" in value):
+            raise ValueError(f"name {value!r} must be a plain directory name (no '/', not '.' or '..')")
+        return value
 
     @field_validator("split")
     @classmethod

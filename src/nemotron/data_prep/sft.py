@@ -30,7 +30,6 @@ packs (one entry per non-empty split, train first, then validation).
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,8 +37,8 @@ from typing import Any
 
 from nemo_runspec.errors import ExecutionError
 
-from .common import config_hash, finish, make_plan, remove_stale
-from .report import BadRecordLog, write_json
+from .common import Plan, config_hash, finish, make_plan
+from .report import BadRecordLog, atomic_write, write_json
 from .runner import run_shards
 from .sharding import SPLIT_NAMES, Shard, assign_split
 from .sources import Bad, iter_segment
@@ -146,7 +145,7 @@ def sft_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[str, A
     items: dict[str, list[tuple[list[int], list[int]]]] = {s: [] for s in SPLIT_NAMES}
     records = blank = truncated = 0
     for seg in shard.segments:
-        for line, rec in iter_segment(seg):
+        for line, rec in iter_segment(seg, params.get("max_record_bytes")):
             if rec is None:
                 blank += 1
                 continue
@@ -201,9 +200,8 @@ def sft_shard(shard: Shard, params: dict[str, Any], out_dir: str) -> dict[str, A
         )
         dest = Path(out_dir) / split / f"{shard.name}.parquet"
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + ".tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(dest)
+        with atomic_write(dest) as tmp:
+            pq.write_table(table, tmp)
         outputs.append(f"{split}/{shard.name}.parquet")
     return {
         "records": records,
@@ -300,10 +298,8 @@ def write_megatron_bridge(out_dir: Path, files: Mapping[str, list[str]], pack_si
         items = np.empty(len(packs), dtype=object)
         for i, p in enumerate(packs):
             items[i] = p
-        tmp = dest / f"{name}.tmp"
-        with open(tmp, "wb") as fh:  # a file object: np.save appends no suffix
+        with atomic_write(dest / name) as tmp, open(tmp, "wb") as fh:  # a file object: np.save adds no suffix
             np.save(fh, items, allow_pickle=True)
-        os.replace(tmp, dest / name)
         counts[split] = len(packs)
         if packs:
             stats[split] = packing_stats(packs, pack_size)
@@ -325,7 +321,12 @@ def run_sft(
     stream: Any = None,
 ) -> dict[str, Any]:
     """Run SFT data prep for a config (see ``stage1_sft/config/data_prep/default.yaml``); return the summary."""
-    plan = make_plan(cfg, "sft", "nano3-sft")
+    with make_plan(cfg, "sft", "nano3-sft", stream=stream) as plan:
+        return plan.reuse(stream) if plan.sealed else _sft(plan, on_shard_done, stream)
+
+
+def _sft(plan: Plan, on_shard_done: Callable[[Shard, dict], None] | None, stream: Any) -> dict[str, Any]:
+    """The sft data prep of a plan that holds its output dir."""
     c, settings = plan.cfg, plan.settings
     tok = load_tokenizer(settings.tokenizer.path, base=settings.data_root)
     template = settings.tokenizer.chat_template or tok.chat_template
@@ -338,6 +339,7 @@ def run_sft(
     params = {
         "kind": "sft",
         "version": 1,
+        "max_record_bytes": settings.max_record_bytes,
         "messages_field": settings.input.messages_field,
         "pack_size": pack_size,
         "packing": packing,
@@ -353,7 +355,7 @@ def run_sft(
     results = run_shards(sft_shard, plan.shards, params, plan.out_dir, workers=plan.workers,
                          label="sft", on_shard_done=on_shard_done, stream=stream)
     keep = {o for r in results for o in r["outputs"]}
-    remove_stale(plan.out_dir, keep, tuple(f"{s}/shard_*" for s in SPLIT_NAMES))
+    plan.settle(keep)
     totals = {s: {k: sum(r["splits"][s][k] for r in results) for k in ("conversations", "packs", "tokens", "loss_tokens")}
               for s in SPLIT_NAMES}
     files = {s: sorted(o for o in keep if o.startswith(f"{s}/")) for s in SPLIT_NAMES}
@@ -405,7 +407,8 @@ def run_sft(
         "tokenizer": tok.spec,
         "config_hash": metadata["config_hash"],
     }
-    return finish(plan, results, summary, stream=stream)
+    return finish(plan, results, summary, stream=stream, kept=summary["conversations"],
+                  train=totals["train"]["conversations"])
 
 
 def _pad_name(tok: TokenizerInfo) -> str | None:

@@ -38,7 +38,7 @@ class Shard:
         return f"shard_{self.index:05d}"
 
     def fingerprint(self, params: dict[str, Any]) -> str:
-        """sha256 of the shard's inputs (url, range, size, mtime) and the processing parameters.
+        """sha256 of the shard's inputs (url, range, size, content hash) and the processing parameters.
 
         Parameters whose name starts with ``_`` (bulky payloads such as the serialized
         tokenizer) are left out; put their fingerprint in a visible parameter instead.
@@ -88,7 +88,7 @@ def plan_shards(files: list[InputFile], num_shards: int, sample: int | None = No
                     byte_offset=f.checkpoints[ck] if f.checkpoints else 0,
                     skip_from=ck * CHECKPOINT_STRIDE if f.checkpoints else 0,
                     size=f.size,
-                    mtime=f.mtime,
+                    digest=f.digest or f.mtime,
                 )
             )
         shards.append(Shard(index=len(shards), segments=tuple(segs)))

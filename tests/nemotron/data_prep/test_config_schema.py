@@ -65,6 +65,9 @@ BAD = [
     ("workers", [-1, "2", 1.5, True], "an integer >= 0 or null"),
     ("sample", ["abc", 1.5, True, 0, -3, "100"], "an integer >= 1 or null"),
     ("max_bad_fraction", [1.5, -0.1, "x", True], "a number between 0 and 1 or null"),
+    ("max_record_bytes", [0, -1, "1MB", 1.5, True, None], "an integer >= 1"),
+    ("min_records", [0, "10", 2.5, True, None], "an integer >= 1"),
+    ("allow_empty", ["yes", 1, None], "true or false"),
     ("pack_size", [0, "4096", 1.5, True], "an integer >= 1"),
     ("packing", ["first-fit", 5, None], "one of 'first_fit', 'sequential'"),
     ("too_long", ["cut", True], "one of 'drop', 'truncate'"),
@@ -144,7 +147,7 @@ def test_rl_split_has_two_weights_and_the_others_three() -> None:
         ("rl", "publish.alias", ["x"], "did you mean 'publish.aliases'?"),
         ("pretrain", "pack_size", 512, "'pack_size' is a key of the sft data prep, not this one"),
         ("rl", "tokenizer", {"path": "t"}, "'tokenizer' is a key of the pretrain, sft data prep"),
-        ("pretrain", "zzzz", 1, "valid: data_root, input, max_bad_fraction"),
+        ("pretrain", "zzzz", 1, "valid: allow_empty, data_root, input, max_bad_fraction"),
     ],
 )
 def test_unknown_keys_get_a_did_you_mean(stage, key, value, hint) -> None:

@@ -175,9 +175,12 @@ def test_content_key_ignores_where_the_same_input_lives(corpus, tok_dir, tmp_pat
     moved.parent.mkdir(parents=True)
     shutil.copy2(corpus, moved)
     base = {"tokenizer": {"path": str(tok_dir)}, "name": "ds", "num_shards": 2}
-    a = make_plan({**base, "input": {"paths": [str(corpus)]}}, "pretrain", "x")
-    b = make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x")
+    with make_plan({**base, "input": {"paths": [str(corpus)]}}, "pretrain", "x") as a:
+        pass
+    with make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x") as b:
+        pass
     assert a.out_dir == b.out_dir
     moved.write_text(moved.read_text().replace("alpha", "omega"))  # other content: other key
-    c = make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x")
+    with make_plan({**base, "input": {"paths": [str(moved)]}}, "pretrain", "x") as c:
+        pass
     assert c.out_dir != a.out_dir
