@@ -181,6 +181,25 @@ def _submission_error(job: PreparedJob, exc: BaseException) -> ExecutionError:
         command = str(getattr(result, "command", "") or "")
         output = str(result.stderr or result.stdout or "")
         if re.search(r"(^|[\s;&|/])sbatch\b", command) or not command:
+            exited = getattr(result, "exited", None)
+            where = "here" if job.tunnel_kind == "local" else f"on {job.values.get('host')}"
+            if exited == 127 or "command not found" in output or "No such file or directory" in output \
+                    and "sbatch" in output:
+                return ExecutionError(
+                    f"sbatch is not installed {where} (PATH has no sbatch); nothing was submitted",
+                    hint="run from a machine with Slurm's client tools, or submit over SSH: tunnel = \"ssh\" "
+                         "and host in the env.toml profile")
+            if exited is not None and exited < 0 or exited in (129, 130, 137, 143):
+                return ExecutionError(f"sbatch was stopped by a signal (exit {exited}) {where}; it may or may not "
+                                      f"have queued job {job.name}",
+                                      hint=f"check with: squeue --me --name {job.job_name}")
+            if "No space left" in output or "Disk quota" in output:
+                return ExecutionError(f"submitting job {job.name} failed {where}: {_command_message(output)}",
+                                      hint="free space (or quota) where Slurm writes the job's files, and run again")
+            if re.search(r"Unable to contact|Socket timed out|Connection refused|slurm_load|Zero Bytes", output):
+                return ExecutionError(
+                    f"could not reach the Slurm controller {where}: {_slurm_message(output)}; nothing was submitted",
+                    hint="check that the cluster is up (sinfo), then run again")
             return SubmissionError(
                 f"Slurm rejected job {job.name}: {_slurm_message(output)}",
                 hint="check partition/account/time in the env.toml profile",
