@@ -43,6 +43,26 @@ class _HashingWriter(io.RawIOBase):
         return len(data)
 
 
+def file_kind(mode: int) -> str:
+    """``"FIFO"``, ``"socket"``, ``"device"``... for a non-regular ``st_mode``."""
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "directory")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def raise_not_regular(found: list[tuple[str, int]]) -> None:
+    """A one-line :class:`PackagingError` naming the files that are not regular files or symlinks."""
+    from nemo_runspec.errors import PackagingError
+
+    shown = ", ".join(f"{path} ({file_kind(mode)})" for path, mode in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    raise PackagingError(f"cannot package {shown}{more}: only regular files and symlinks can be shipped",
+                         hint="remove or move it, or keep it out of what is packaged (.gitignore for code, "
+                              "the include pattern for pattern)")
+
+
 def normal_mode(mode: int) -> int:
     """0o755 for anything executable by its owner, else 0o644."""
     return 0o755 if mode & stat.S_IXUSR else 0o644
@@ -170,6 +190,8 @@ class DeterministicTar:
             info.linkname = os.readlink(path)
             self._tar.addfile(info)
             return None
+        if not stat.S_ISREG(st.st_mode):  # opening a FIFO would block forever
+            raise_not_regular([(str(path), st.st_mode)])
         mode = normal_mode(st.st_mode)
         with open(path, "rb") as f:
             data = f.read()

@@ -11,12 +11,13 @@ so identical trees give identical archives and sha256s.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging import cache as _cache
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker
+from nemo_runspec.packaging._archive import DeterministicTar, Ticker, raise_not_regular
 from nemo_runspec.packaging.git import (
     _norm_subpath,
     _script_in_archive,
@@ -111,11 +112,17 @@ def package_code(
     def build(target: Path) -> PackagingPlan:
         files = list_worktree_files(root, sub or None)
         total = 0
+        special: list[tuple[str, int]] = []
         for _, p in files:
             try:
-                total += os.lstat(p).st_size
+                st = os.lstat(p)
             except OSError:
-                pass
+                continue
+            total += st.st_size
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                special.append((str(p), st.st_mode))
+        if special:  # named all at once, before any archive work
+            raise_not_regular(special)
         ticker = Ticker(progress, "packaging code", total_files=len(files), total_bytes=total)
         prefix = f"{sub}/" if sub else ""
         with DeterministicTar(target, ticker=ticker) as tar:

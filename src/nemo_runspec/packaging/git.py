@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import subprocess
 import tarfile
 import time
@@ -364,7 +365,14 @@ def _extra_files(root: Path, commit: str, sub: str, patterns: list[str],
             continue
         if name in committed and name not in changed_here:
             continue  # committed as it is: already in the archive
-        if not path.is_file():
+        st = path.lstat()
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            from nemo_runspec.packaging._archive import raise_not_regular
+
+            raise_not_regular([(str(path), st.st_mode)])  # reading a FIFO would block forever
+        if not path.is_file():  # a dangling symlink, or one to a directory
             continue
         out[name] = (path, hashlib.sha256(path.read_bytes()).hexdigest())
     return out
