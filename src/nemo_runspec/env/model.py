@@ -334,4 +334,12 @@ PROFILE_DEFAULTS: dict[str, object] = {
     "tunnel": "local",
     "dependency_type": "afterok",
     "ray_timeout": 300,
+    # what the executor and the SSH tunnel use when a profile leaves them out
+    # (execution/executor.py DEFAULT_TIME, DEFAULT_JOB_NAME_PREFIX; SSH's own port)
+    "time": "04:00:00",
+    "job_name_prefix": "nemotron-",
+    "port": 22,
+    "retries": 0,
+    "dry_run": False,
+    "detach": False,
 }

@@ -23,3 +23,18 @@ def test_a_few_levels_still_load(tmp_path):
     path = tmp_path / "env.toml"
     path.write_text('[p]\nexecutor = "local"\nx = [[[1]]]\n')
     assert load_env_file(path) is not None
+
+
+def test_profile_get_gives_the_documented_defaults(tmp_path):
+    """docs/env-toml.md's defaults are what ``EnvProfile.get`` (and ``[]``) return for unset keys,
+    and the values the executor and the SSH tunnel use."""
+    from nemo_runspec.env import load_env_profile
+    from nemo_runspec.execution.executor import DEFAULT_JOB_NAME_PREFIX, DEFAULT_TIME
+
+    path = tmp_path / "env.toml"
+    path.write_text('[p]\nexecutor = "slurm"\naccount = "a"\npartition = "b"\n')
+    prof = load_env_profile("p", path)
+    assert (prof.get("time"), prof["time"]) == (DEFAULT_TIME, DEFAULT_TIME) == ("04:00:00", "04:00:00")
+    assert prof.get("port") == 22 and prof.get("job_name_prefix") == DEFAULT_JOB_NAME_PREFIX
+    assert prof.get("retries") == 0 and prof.get("detach") is False and prof.get("dry_run") is False
+    assert "time" not in prof  # a default is not a value the file set
