@@ -2,7 +2,8 @@
 
 - ``gpus_per_node`` is what Slurm allocates on each node.
 - In an env.toml profile ``nproc_per_node`` is an alias of ``gpus_per_node``:
-  both set in one profile must agree, and the alias is folded into
+  both set in one profile must agree (except ``gpus_per_node = 0``, a CPU
+  cluster, where ``nproc_per_node`` is the process count), and the alias is folded into
   ``gpus_per_node`` so that a later ``run.env.gpus_per_node=N`` is not shadowed
   by a stale process count (:func:`fold_profile_alias`).
 - In the merged run environment (recipe YAML or command line)
@@ -29,6 +30,8 @@ def fold_profile_alias(layer: dict[str, Any], *, profile: str, path: Any = None,
     """
     nproc, gpus = layer.get("nproc_per_node"), layer.get("gpus_per_node")
     if nproc is None and gpus is None:
+        return layer
+    if gpus == 0 and nproc:  # a CPU cluster: no GPUs allocated, nproc_per_node processes per node
         return layer
     if nproc is not None and gpus is not None and nproc != gpus:
         raise EnvFileError(
