@@ -69,3 +69,16 @@ def test_data_prep_dry_run_bare_metal_maps_nemo_run_dir(tmp_path):
     assert "/nemo_run" not in script.split("EOF_DRIVER")[1]  # the driver uses the real job dir
     assert "--config" in script and "train.yaml" in script
     assert "#SBATCH --nodes=2" in script
+
+
+def test_a_ray_start_up_timeout_shows_the_raylets_log_tails(tmp_path):
+    """Both ways start-up fails (a raylet died, or too few nodes within ray_timeout) print
+    the tail of the raylet logs into the job's log; the job never runs `ray stop` (it
+    would stop other jobs' Ray on a shared node)."""
+    proc = _dry_run(tmp_path, "nano3", "rl", "-c", "tiny", profile="bare")
+    assert proc.returncode == 0, proc.stderr
+    script = _script(proc.stdout)
+    timeout_branch = script[script.index("came up within"):]
+    timeout_branch = timeout_branch[:timeout_branch.index("exit 1")]
+    assert 'tail -n 20 "$LOG_DIR"/ray-node-*.log' in timeout_branch
+    assert "ray stop" not in script.replace("Never `ray stop`", "")
