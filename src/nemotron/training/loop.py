@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from nemo_runspec.errors import ConfigError
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .resilience import Resilience
 
 
 @dataclass
@@ -226,6 +227,8 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
 
     main = dist.is_main
     say = log if main else (lambda _msg: None)
+    res = Resilience.from_env(dist.rank)
+    res.beat(0, "init")
     mcfg = GPTConfig(vocab_size=task.vocab_size, seq_length=task.seq_length,
                      **{k: int(v) for k, v in s.model.items() if k in ("n_layer", "n_head", "d_model")})
     torch.manual_seed(s.seed)
@@ -265,6 +268,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     eval_set = task.eval_batches(s.micro_batch_size, s.eval_batches) if s.eval_interval or s.eval_batches else []
 
     def save(step: int) -> None:
+        res.beat(step, "save")
         if ckpt_dir is not None and main:
             path = save_checkpoint(ckpt_dir, {"step": step, "task": task.name, "tokens": tokens_done, "model": model.state_dict(),
                                               "optimizer": opt.state_dict(), "model_config": mcfg.to_dict()},
@@ -278,6 +282,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     recent: list[float] = []
     initial = None
     for step in range(start, s.max_steps):
+        res.before_step(step + 1, first=step == start)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, s)
         idx = [(step * dist.world + dist.rank) * s.micro_batch_size + j for j in range(s.micro_batch_size)]
@@ -288,11 +293,13 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         if s.clip_grad:
             torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip_grad)
         opt.step()
-        reduced = loss.detach().double()
+        # the loss and this rank's stop request in one all-reduce: every rank stops after the same step
+        reduced = torch.stack([loss.detach().double(),
+                               torch.tensor(res.stop_code(), dtype=torch.float64, device=loss.device)])
         if dist.world > 1:
             torch.distributed.all_reduce(reduced)
-            reduced /= dist.world
-        value = float(reduced)
+            reduced[0] /= dist.world
+        value, stop = float(reduced[0]), float(reduced[1])
         if not math.isfinite(value):
             raise FloatingPointError(f"loss is {value} at step {step + 1}")
         step_tokens = int(batch["tokens"].numel()) * dist.world
@@ -303,6 +310,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
             initial = value
             say(f"[{task.name}] initial loss {value:.4f}")
         done = step + 1
+        res.log_step(done, value)
         if s.log_interval and (done % s.log_interval == 0 or done == s.max_steps):
             now = time.perf_counter()
             lr, tps = float(opt.param_groups[0]["lr"]), window_tokens / max(now - window_t, 1e-9)
@@ -316,6 +324,14 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
                 report(done, {"eval/loss": ev})
         if s.save_interval and done % s.save_interval == 0 and done != s.max_steps:
             save(done)
+        if stop and done != s.max_steps:  # Slurm's warning or SIGTERM: checkpoint, stop, be requeued
+            if not (s.save_interval and done % s.save_interval == 0):
+                save(done)
+            res.stopped(done, stop)
+            say(f"[{task.name}] stopped after step {done} to be requeued (checkpoint saved)")
+            return {"steps": done, "steps_run": done - start, "tokens": tokens_done, "stopped": done,
+                    "seconds": time.perf_counter() - t0, "initial_loss": initial,
+                    "final_loss": None, "eval_loss": None}
     ran = max(0, s.max_steps - start)
     final_eval = evaluate(model, eval_set, dist)
     if ran:
@@ -332,8 +348,11 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         summary.update(task.final_report(model, say))
     if dist.world > 1:
         torch.distributed.barrier()
+    res.close(max(start, s.max_steps))
     sys.stdout.write(f"[{task.name}] rank {dist.rank} param sha256 {param_digest(model)}\n")
     sys.stdout.flush()
+    if dist.world > 1:  # every rank's line is out before rank 0's last one (docs/training.md, Output)
+        torch.distributed.barrier()
     loss_text = f"{summary['final_loss']:.4f}" if summary["final_loss"] is not None else "n/a (nothing to train)"
     say(f"[{task.name}] final loss {loss_text} | steps {summary['steps']} | tokens {tokens_done} | "
         f"{elapsed:.1f} s")

@@ -105,6 +105,10 @@ def test_two_process_ddp_ranks_agree(tmp_path, env):
     s = summary(p.stdout)
     assert s["tokens"] == 12 * 2 * 8 * 64  # both ranks' tokens are counted
     assert "world 2" in p.stdout
+    # the documented order: every rank's digest line, then rank 0's final loss line
+    lines = p.stdout.splitlines()
+    final = next(i for i, ln in enumerate(lines) if "] final loss " in ln)
+    assert max(i for i, ln in enumerate(lines) if "param sha256" in ln) < final, p.stdout
     # the DDP result differs from a single-process run (each rank saw other data)
     single = run("pretrain", tmp_path / "single", env, "fallback.max_steps=12")
     assert re.search(r"rank 0 param sha256 ([0-9a-f]{64})", single.stdout).group(1) != hashes["0"]
