@@ -233,8 +233,39 @@ def check_references(cfg: Any, registry: Any) -> None:
 
     for row in describe_references(cfg, registry=registry):
         if "error" in row and (row.get("ref") == "?" or registry_reachable(registry)):
+            users = _keys_using(cfg, row["ref"])
+            used = f" (used by {', '.join(users)})" if users else ""
+            without = (f"; to run without it, set {users[0]}=null" if len(users) == 1 else "")
             raise ConfigError(
-                f"${{art:...}} reference {row['ref']} does not resolve: {row.get('problem') or row['error']}",
-                hint=row.get("hint") or "publish it first, or point the config at an existing "
-                                        "artifact with +run.KEY=NAME:VERSION",
+                f"${{art:...}} reference {row['ref']}{used} does not resolve: "
+                f"{row.get('problem') or row['error']}",
+                hint=(row.get("hint") or "publish it first, or point the config at an existing "
+                                         "artifact with +run.KEY=NAME:VERSION") + without,
             )
+
+
+def _keys_using(cfg: Any, ref: str) -> list[str]:
+    """Dotted config keys whose value interpolates ``${art:...}`` of ``ref`` (as written)."""
+    import re
+
+    from omegaconf import DictConfig, ListConfig
+
+    if not isinstance(cfg, DictConfig | ListConfig):
+        return []
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node._iter_ex(resolve=False))
+        for k, v in items:
+            here = f"{path}.{k}" if path else str(k)
+            if isinstance(v, DictConfig | ListConfig):
+                walk(v, here)
+            elif isinstance(v, str):
+                for m in re.finditer(r"\$\{art:([^,}]+)", v):
+                    if reference_for(m.group(1).strip(), cfg) == ref and not here.startswith("run."):
+                        found.append(here)
+    try:
+        walk(cfg, "")
+    except Exception:  # noqa: BLE001 - only a better message is lost
+        return []
+    return list(dict.fromkeys(found))
