@@ -66,7 +66,7 @@ _TOKENIZER_WORDS = frozenset({
 # A name ending in one of these holds where a secret lives, not the secret itself.
 _PATH_WORDS = frozenset({"file", "path", "dir", "filename", "filepath", "env", "var"})
 # Whole names that look like credentials but are not.
-_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})
+_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd", "secret_env_vars", "public_env_vars"})
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 # Values that look like credentials even under an innocent name.
@@ -121,14 +121,41 @@ def redact(obj: Any, *, extra_values: Iterable[str] = (), allow: Iterable[str] =
     return _redact(obj, searchable(extra_values), frozenset(allow))
 
 
-def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset()) -> Any:
+#: Profile keys (next to ``env_vars``) that mark env var names secret, or not, whatever
+#: :func:`is_secret_name` says of them (docs/env-toml.md, "Secrets").
+SECRET_NAMES_KEY, PUBLIC_NAMES_KEY = "secret_env_vars", "public_env_vars"
+
+
+def marked_names(table: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """``(secret, public)`` env var names a profile-like mapping marks explicitly."""
+    if not isinstance(table, Mapping):
+        return frozenset(), frozenset()
+
+    def names(key: str) -> frozenset[str]:
+        value = table.get(key)
+        return frozenset(str(n) for n in value) if isinstance(value, list | tuple) else frozenset()
+
+    return names(SECRET_NAMES_KEY), names(PUBLIC_NAMES_KEY)
+
+
+def is_secret_env(name: str, marked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> bool:
+    """:func:`is_secret_name`, overridden by a profile's ``secret_env_vars``/``public_env_vars``."""
+    secret, public = marked
+    return name in secret or (name not in public and is_secret_name(name))
+
+
+def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset(),
+            marked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> Any:
     if isinstance(obj, Mapping):
         out = {}
+        here = marked_names(obj)
         for k, v in obj.items():
-            if isinstance(k, str) and is_secret_name(k) and is_secret_value(v):
+            if k in LABEL_TABLES:  # provenance labels ("env.toml:7 [p]") under secret-looking keys
+                out[k] = v
+            elif isinstance(k, str) and is_secret_env(k, marked) and is_secret_value(v):
                 out[k] = REDACTED
             else:
-                out[k] = _redact(v, values, allow)
+                out[k] = _redact(v, values, allow, here if k == "env_vars" else (frozenset(), frozenset()))
         return out
     if isinstance(obj, (list, tuple)):
         return type(obj)(_redact(v, values, allow) for v in obj)
@@ -226,14 +253,15 @@ def find_secret_values(*objs: Any) -> list[str]:
     """
     found: dict[str, None] = {}
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, marked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> None:
         if isinstance(node, Mapping):
+            here = marked_names(node)
             for key, value in node.items():
                 if key in LABEL_TABLES:
                     continue
                 if isinstance(value, (Mapping, list, tuple)):
-                    walk(value)
-                elif isinstance(key, str) and is_secret_name(key) and is_secret_value(value):
+                    walk(value, here if key == "env_vars" else (frozenset(), frozenset()))
+                elif isinstance(key, str) and is_secret_env(key, marked) and is_secret_value(value):
                     found[str(value)] = None
         elif isinstance(node, (list, tuple)):
             for item in node:

@@ -123,6 +123,9 @@ class EnvProfileModel(BaseModel):
     container_image: str | None = None
     mounts: list[str] | None = None
     env_vars: dict[str, str] | None = None
+    #: env var names that are secret (or not) whatever their name says (docs/env-toml.md, "Secrets")
+    secret_env_vars: list[str] | None = None
+    public_env_vars: list[str] | None = None
     startup_commands: list[str] | None = None
     # submission
     retries: int | None = Field(default=None, ge=0)
@@ -198,6 +201,15 @@ class EnvProfileModel(BaseModel):
         if info.field_name == "container_image" and v.strip().lower() in script_values.DISABLED_IMAGES:
             return v  # no container (see execution.settings.container_image)
         return script_values.check(SCRIPT_VALUE_KINDS[info.field_name], v)
+
+    @field_validator("secret_env_vars", "public_env_vars")
+    @classmethod
+    def _marked_names(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or ():
+            reason = script_values.problem("env_name", name)
+            if reason:
+                raise ValueError(f"env var name {reason}")
+        return v
 
     @field_validator("env_vars")
     @classmethod

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemo_runspec.execution.settings import launch_of, lookup, profile_values
-from nemo_runspec.secrets import is_secret_name
+from nemo_runspec.secrets import is_secret_env, marked_names
 
 
 def _wandb_enabled(job_config: Any) -> bool:
@@ -158,8 +158,9 @@ def split_env_vars(
     if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
         merged["HF_TOKEN"] = environ["HF_TOKEN"]
 
-    plain = {k: v for k, v in merged.items() if not is_secret_name(k)}
-    secrets = {k: v for k, v in merged.items() if is_secret_name(k)}
+    marked = marked_names(env)  # the profile's secret_env_vars / public_env_vars
+    plain = {k: v for k, v in merged.items() if not is_secret_env(k, marked)}
+    secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked)}
     return plain, secrets
 
 
