@@ -110,6 +110,8 @@ def test_valid_full_profile_all_keys(tmp_path):
         container_image = "nvcr.io/nvidia/pytorch:25.01-py3"
         mounts = ["/a:/a"]
         env_vars = { X = "1" }
+        secret_env_vars = ["X"]
+        public_env_vars = ["Y"]
         startup_commands = ["echo $HOME"]
         retries = 2
         job_name_prefix = "me-"
