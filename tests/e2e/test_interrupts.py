@@ -178,3 +178,34 @@ def test_while_following_the_log_the_job_keeps_running(sandbox, sig):
     assert f"Detached from job {job_id}" in err
     assert job_id in our_jobs()  # still running: a signal to the CLI never cancels the job
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_during_the_upload_over_ssh_nothing_is_left_here_or_there(sandbox, sig, ssh_target):
+    remote = sandbox["tmp"] / "remote-jobs"
+    with open(sandbox["env"]["NEMOTRON_ENV_FILE"], "a") as f:
+        f.write(textwrap.dedent(f"""
+            [cluster-ssh]
+            extends = "cluster"
+            tunnel = "ssh"
+            host = "{ssh_target.host}"
+            port = {ssh_target.port}
+            user = "{ssh_target.user}"
+            identity = "{ssh_target.identity}"
+            remote_job_dir = "{remote}"
+        """))
+    mark = sandbox["tmp"] / "rsync-called"
+    stand_in(sandbox["bin"], "rsync", mark, wait=30)
+    before = set(our_jobs())
+    proc = subprocess.Popen([str(NEMOTRON), "run", str(sandbox["script"]), "--batch", "cluster-ssh"],
+                            env=sandbox["env"], cwd=sandbox["tmp"], text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+    out, err = signal_when(proc, mark, sig)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    assert secrets_files(sandbox["home"]) == [] and secrets_files(remote) == []
+    leftovers = [p for p in remote.rglob("*") if p.is_file()] if remote.exists() else []
+    assert leftovers == [], leftovers  # the experiment dir on the cluster is gone too
+    jobs = sandbox["home"] / "jobs"
+    assert not jobs.exists() or not [p for p in jobs.rglob("*") if p.is_file()]
+    assert set(our_jobs()) == before

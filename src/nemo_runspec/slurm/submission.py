@@ -120,6 +120,12 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
+        from nemo_runspec.signals import Interrupted, received
+
+        if (sig := received()) is not None:
+            # the signal reached a child (rsync, tar, ssh) first and invoke swallowed ours:
+            # it is still an interrupt, not a failure to report
+            raise Interrupted(sig) from None
         raise _submission_error(job, exc) from None
     marker.unlink(missing_ok=True)
     log, sbatch_log = log_paths(job, job_id, job_name)
