@@ -298,6 +298,11 @@ def _load_table(text: str, path: str) -> tuple[Any, _Locator]:
     block = find_block(text, path)
     try:
         data = tomllib.loads("\n".join(block.lines) + "\n")
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        counts = [ln.count("[") + ln.count("{") for ln in block.lines] or [0]
+        raise RunspecError(f"invalid TOML in '# /// {BLOCK_TYPE}' block: values nested too deeply",
+                           path=path, line=block.script_line(counts.index(max(counts)) + 1),
+                           hint="a runspec value needs a few levels of nesting at most") from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         line = block.opener_line

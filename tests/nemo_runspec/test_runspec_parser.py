@@ -697,3 +697,10 @@ def test_gpu_word_means_every_gpu_of_the_node_as_the_profile_says(tmp_path):
     assert list(validator.iter_errors({"name": "a/b", "resources": {"gpus_per_node": "gpus"}}))
     bad = runspec_block("[tool.runspec.resources]", 'gpus_per_node = "all"')
     assert "must be an integer" in str(err(bad))
+
+
+def test_deep_nesting_in_the_block_is_one_line_at_its_line():
+    deep = "x = " + "[" * 5000 + "1" + "]" * 5000
+    text = runspec_block(deep)
+    e = err(text)
+    assert "nested too deeply" in e.problem and e.line == line_of(text, "x = [")
