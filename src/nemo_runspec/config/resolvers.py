@@ -90,12 +90,18 @@ def _art_resolver(key: str, field: str = "path", *, _root_: Any = None) -> Any:
 
 
 def register_resolvers(replace: bool = True) -> None:
-    """Register ``art`` with OmegaConf (idempotent)."""
+    """Register ``art`` and ``auto_mount`` with OmegaConf (idempotent)."""
     from omegaconf import OmegaConf
 
     if OmegaConf.has_resolver("art") and not replace:
         return
     OmegaConf.register_resolver("art", _art_resolver, replace=True, use_cache=False,
+                                annotation_validation="off")
+    # ${auto_mount:git+URL@REF,/target} in run.env.mounts (the reference's recipes):
+    # checked and kept as a mounts entry that env.reference turns into git_mounts
+    from nemo_runspec.git_mounts import resolver as auto_mount
+
+    OmegaConf.register_resolver("auto_mount", auto_mount, replace=True, use_cache=False,
                                 annotation_validation="off")
 
 

@@ -57,6 +57,23 @@ SCRIPT_VALUE_KINDS: dict[str, str] = {
 }
 
 
+def time_limit_seconds(value: str) -> int | None:
+    """Seconds of a Slurm ``--time`` value (:data:`SLURM_TIME_FORMATS`); None when it is not one."""
+    if not _SLURM_TIME.match(value):
+        return None
+    days, _, rest = value.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        parts += [0] * (3 - len(parts))
+        hours, minutes, seconds = parts
+        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(parts) == 1:  # MM
+        return parts[0] * 60
+    if len(parts) == 2:  # MM:SS
+        return parts[0] * 60 + parts[1]
+    return (parts[0] * 60 + parts[1]) * 60 + parts[2]
+
+
 class SubPackager(BaseModel):
     """One named member of a ``packager = "hybrid"`` profile (``[p.packagers.NAME]``)."""
 
@@ -87,6 +104,26 @@ _MANAGED_SBATCH: dict[str, str | None] = {
     "t": "time", "p": "partition", "A": "account", "job_name": "job_name_prefix",
     "output": None, "error": None, "dependency": None, "open_mode": None,
 }
+
+
+class ResilienceModel(BaseModel):
+    """``[PROFILE.resilience]``: restart a long job across time limits, preemption, hangs and bad nodes.
+
+    Present (even empty) turns it on; docs/resilience.md says what happens on each fault.
+    """
+
+    model_config = _STRICT
+
+    #: requeues of the job after its first attempt (time limit, preemption, stall, failure)
+    max_restarts: int = Field(default=3, ge=0, le=1000)
+    #: seconds before the time limit at which Slurm sends the warning signal (``--signal=B:USR1@N``)
+    signal_before: int = Field(default=300, ge=1, le=65535)
+    #: seconds without a training-step heartbeat after which the watchdog ends the attempt (unset: no watchdog)
+    stall_timeout: int | None = Field(default=None, ge=1)
+    #: seconds allowed for start-up, the first step (compilation) and each checkpoint write
+    startup_timeout: int = Field(default=1800, ge=1)
+    #: nodes at most excluded from later attempts (those an attempt failed on)
+    max_excluded_nodes: int = Field(default=2, ge=0, le=1000)
 
 
 class EnvProfileModel(BaseModel):
@@ -122,6 +159,8 @@ class EnvProfileModel(BaseModel):
     # container and environment
     container_image: str | None = None
     mounts: list[str] | None = None
+    #: ``${auto_mount:git+URL@REF,/target}`` entries of ``mounts``, as read by env.reference
+    git_mounts: list[dict[str, str]] | None = None
     env_vars: dict[str, str] | None = None
     #: env var names that are secret (or not) whatever their name says (docs/env-toml.md, "Secrets")
     secret_env_vars: list[str] | None = None
@@ -129,6 +168,7 @@ class EnvProfileModel(BaseModel):
     startup_commands: list[str] | None = None
     # submission
     retries: int | None = Field(default=None, ge=0)
+    resilience: ResilienceModel | None = None
     job_name_prefix: str | None = None
     srun_args: list[str] | None = None
     sbatch_options: dict[str, str | int | bool] | None = None
@@ -178,6 +218,16 @@ class EnvProfileModel(BaseModel):
         # (which may be unset): there is no job name without a prefix.
         if v == "":
             raise ValueError("must not be empty (remove it for the default \"nemotron-\")")
+        return v
+
+    @field_validator("git_mounts")
+    @classmethod
+    def _git_mounts(cls, v: list[dict[str, str]] | None) -> list[dict[str, str]] | None:
+        from nemo_runspec import git_mounts
+
+        for entry in v or ():  # the same checks as an ${auto_mount:...} entry (keys: url, ref, target)
+            git_mounts.parse_spec(f"git+{entry.get('url', '')}@{entry.get('ref', git_mounts.DEFAULT_REF)}",
+                                  entry.get("target"))
         return v
 
     @field_validator("mounts")
@@ -269,6 +319,17 @@ class EnvProfileModel(BaseModel):
                 'tunnel = "ssh" requires remote_job_dir (where job files go on the cluster\'s shared '
                 'filesystem, e.g. remote_job_dir = "/lustre/you/jobs")'
             )
+        if self.resilience is not None and self.retries:
+            raise ValueError("retries and resilience both requeue the job; remove retries "
+                             "(resilience.max_restarts bounds every restart)")
+        if self.resilience is not None and any(
+                str(k).lstrip("-") == "signal" for k in (self.sbatch_options or {})):
+            raise ValueError("sbatch option 'signal' is set by resilience (resilience.signal_before); remove it")
+        if self.resilience is not None and self.time is not None:
+            limit = time_limit_seconds(self.time)
+            if limit is not None and self.resilience.signal_before >= limit:
+                raise ValueError(f"resilience.signal_before ({self.resilience.signal_before} s) must be "
+                                 f"below the time limit ({self.time} = {limit} s)")
         if self.packager == "hybrid" and not self.packagers:
             # not reached from env.toml or run.env: env.reference.normalize_merged reads
             # a bare "hybrid" (the reference's form) as the recipe's default packager

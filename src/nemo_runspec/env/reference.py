@@ -15,11 +15,13 @@ Per table (one profile, one YAML ``run.env``), before validation:
   ``{NAME = "value"}`` (split at the first ``=``; a later entry for the same
   name wins). Secret-looking names stay secrets: after this they are ordinary
   ``env_vars`` entries, split off by :func:`nemo_runspec.secrets.is_secret_name`.
-- ``mounts`` entries ``${auto_mount:git+URL@ref,/target}`` (the reference clones
-  a git repository on the cluster and mounts it) are left out with a warning:
-  this version does not clone repositories.
+- ``mounts`` entries ``${auto_mount:git+URL@ref,/target}`` (a git repository
+  cloned on the cluster and mounted) move to ``git_mounts`` (checked here;
+  cloned at submission by :mod:`nemo_runspec.git_mounts`).
 - ``executor = "docker" | "skypilot" | "dgxcloud" | "lepton"`` (executors the
-  reference lists) is an error naming the executors this version has.
+  reference lists) are read as they are (:mod:`nemo_runspec.env.executor_keys`);
+  DGX Cloud's ``app_id``/``app_secret`` (the reference's names, from older
+  nemo-run) are ``client_id``/``client_secret``.
 
 On the merged settings (after ``extends``, all layers):
 
@@ -35,7 +37,6 @@ commands; all are shown by ``nemotron env show/check``). Standard library only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,16 +44,13 @@ from typing import Any
 from nemo_runspec.errors import EnvFileError
 
 #: reference spelling -> our key
-SYNONYMS: dict[str, str] = {"container": "container_image"}
-
-#: executors the reference lists that this version does not have
-REFERENCE_EXECUTORS = ("docker", "skypilot", "dgxcloud", "lepton")
+SYNONYMS: dict[str, str] = {"container": "container_image", "app_id": "client_id",
+                            "app_secret": "client_secret"}
 
 #: profile keys a command line may give as ``run.KEY=v`` besides ``run.env.KEY=v``
 #: (all profile keys and synonyms except these two, which describe the profile itself)
 NOT_SHORTHAND = frozenset({"extends", "description"})
 
-_AUTO_MOUNT = re.compile(r"^\s*\$\{auto_mount:")
 
 Where = Callable[[tuple[str, ...]], tuple[str | None, int | None]]
 
@@ -114,20 +112,26 @@ def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
     return out
 
 
-def _drop_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> Any:
+def _split_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
+    """``mounts`` without its ``${auto_mount:...}`` entries, and those entries as
+    ``git_mounts`` (cloned on the cluster at submission: :mod:`nemo_runspec.git_mounts`)."""
+    from nemo_runspec import git_mounts
+    from nemo_runspec.errors import ConfigError
+
     if not isinstance(value, list):
-        return value
-    kept = []
+        return value, []
+    kept, found = [], []
     for i, item in enumerate(value):
-        if isinstance(item, str) and _AUTO_MOUNT.match(item):
+        if git_mounts.is_auto_mount(item):
             path, line = where(("mounts",))
-            notes.append(Note(
-                f"{table} mounts[{i}] {item!r} is left out: ${{auto_mount:...}} (cloning a git "
-                "repository on the cluster) means nothing to this version; clone it yourself and "
-                "mount it as \"/path/on/cluster:/target\"", path, line, warn=True))
+            try:
+                found.append(git_mounts.parse_entry(item).as_dict())
+            except ConfigError as exc:
+                raise EnvFileError(f"{table} mounts[{i}]: {exc.problem}", path=path, line=line,
+                                   key=f"mounts[{i}]", hint=exc.hint) from None
             continue
         kept.append(item)
-    return kept
+    return kept, found
 
 
 def normalize_layer(
@@ -156,22 +160,16 @@ def normalize_layer(
         out[ours] = value
         renamed[ours] = alias
         notes.append(Note(f"{table} {alias} is read as {ours} (the reference's synonym)", path, line))
-    executor = out.get("executor")
-    if isinstance(executor, str) and executor in REFERENCE_EXECUTORS:
-        path, line = where(("executor",))
-        raise EnvFileError(
-            f"executor = {executor!r} in {table} is not supported by this version (it runs jobs "
-            "on this machine or on Slurm)",
-            path=path, line=line, key="executor",
-            hint='use executor = "slurm" (a cluster) or "local" (this machine)',
-        )
     if isinstance(out.get("env_vars"), list):
         out["env_vars"] = env_vars_table(out["env_vars"], table=table, where=where)
         path, line = where(("env_vars",))
         notes.append(Note(f"{table} env_vars is a list of \"NAME=value\" strings: read as a table",
                           path, line))
     if "mounts" in out:
-        out["mounts"] = _drop_auto_mounts(out["mounts"], table=table, where=where, notes=notes)
+        out["mounts"], found = _split_auto_mounts(out["mounts"], table=table, where=where, notes=notes)
+        if found:
+            out["git_mounts"] = [*(out.get("git_mounts") or []), *found]
+            renamed["git_mounts"] = "mounts"  # its source is the mounts line
     return out, renamed
 
 

@@ -148,14 +148,11 @@ def _clean(value: str) -> str:
 
 def _squeue(remote: Remote, ids: list[str]) -> dict[str, JobState]:
     """squeue's view of the ``ids`` still in the queue."""
-    rc, out, _ = remote.run(f"squeue -h -j {','.join(ids)} -o '%i|%T|%r|%N'")
-    if rc != 0 and len(ids) > 1:
-        # squeue refuses the whole list when one id has left the queue long ago
-        found: dict[str, JobState] = {}
-        for job_id in ids:
-            found.update(_squeue(remote, [job_id]))
-        return found
-    found = {}
+    # squeue refuses a whole -j list when one id has left the queue long ago, so several
+    # jobs are asked about with one call for all of this user's queued jobs (never one per job)
+    select = f"-j {ids[0]}" if len(ids) == 1 else "--me"
+    rc, out, _ = remote.run(f"squeue -h {select} -o '%i|%T|%r|%N'")
+    found: dict[str, JobState] = {}
     for line in out.splitlines() if rc == 0 else []:
         parts = line.strip().split("|")
         if len(parts) < 4 or parts[0] not in ids:

@@ -72,6 +72,10 @@ class PreparedJob:
     """The env.toml profile the job was submitted with (None without one)."""
     env_file: str | None = None
     """The env.toml that profile came from (``nemotron jobs`` reads it again)."""
+    git_mounts: list[Any] = field(default_factory=list)
+    """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.git_mounts)."""
+    git_dir: str | None = None
+    """Where they are cloned on the cluster (``[cache] git_dir``, else ``<job root>/git-cache``)."""
 
     @property
     def attached(self) -> bool:
@@ -252,8 +256,16 @@ def prepare_job(
         packager=packager, startup_commands=startup_commands, job_dir=base,
         secret_file=prepared.secret_path, dependencies=dependencies,
     )
+    if values.get("git_mounts"):
+        _plan_git_mounts(prepared, job, bare_metal=bare_metal)
     if uses_launch_script(runspec):
         _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal)
+    if values.get("executor") == "slurm":
+        from nemo_runspec.slurm import resilience
+
+        settings = resilience.settings_of(values)
+        if settings is not None:
+            resilience.apply(prepared, settings, bare_metal=bare_metal)
     launcher = getattr(prepared.executor, "launcher", None)
     if launcher is not None and hasattr(launcher, "rdzv_id") and launcher.rdzv_id is None:
         # nemo-run draws a random --rdzv-id on every render; one from the job keeps
@@ -313,6 +325,29 @@ def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequenc
     executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", *lines) if x)
     executor.launcher = None  # direct: the launch script starts torchrun itself
     prepared.script, prepared.args, prepared.entrypoint = launch_path, [], "bash"
+
+
+def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> None:
+    """Mount each ``${auto_mount:...}`` repository into the container; until submission
+    clones it (and knows its commit) the mount shows ``<REF>`` where the commit goes."""
+    from nemo_runspec import git_mounts
+
+    mounts = git_mounts.from_values(prepared.values.get("git_mounts"))
+    if bare_metal:
+        raise ConfigError(
+            f"mounts: ${{auto_mount:...}} ({mounts[0].url}) mounts a repository into the container, "
+            "and this job runs without one", key="mounts",
+            hint="set container_image, or clone the repository yourself on bare metal")
+    cache = (getattr(job, "sections", None) or {}).get("cache") or {}
+    if cache.get("git_dir"):
+        git_dir = str(cache["git_dir"])
+    elif prepared.tunnel_kind == "local":
+        git_dir = str(prepared.base_dir / "git-cache")
+    else:
+        git_dir = git_mounts.default_git_dir(str(prepared.values.get("remote_job_dir") or prepared.values.get("job_dir")))
+    prepared.git_mounts, prepared.git_dir = mounts, git_dir
+    prepared.executor.container_mounts = [*(prepared.executor.container_mounts or []),
+                                          *(m.placeholder(git_dir) for m in mounts)]
 
 
 def _refuse_secret_arguments(args: Sequence[str]) -> None:

@@ -77,6 +77,8 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
         # sbatch saves its environment in Slurm's state and passes it to the job:
         # the caller's secrets stay out of it (they reach the job via the 0600 file).
         with quiet_nemo_run(), submission_environment(job.secrets.values()):
+            if job.git_mounts:
+                _sync_git_mounts(job, executor)
             squash_job = _squash_first(job, executor)
             place_secrets(job)
             place_files(job)
@@ -134,6 +136,30 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
         log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
         squash_job_id=squash_job,
     )
+
+
+def _sync_git_mounts(job: PreparedJob, executor: Any) -> None:
+    """Clone or update the job's ``${auto_mount:...}`` repositories on the cluster, mount
+    each one's commit in place of its placeholder, and record the commits in ``job.yaml``."""
+    import sys
+
+    from nemo_runspec import git_mounts
+    from nemo_runspec.slurm.remote import Remote
+
+    assert job.git_dir is not None
+    for m in job.git_mounts:
+        print(f"[auto_mount] {m.url}@{m.ref} -> {m.target} (cache {job.git_dir} on the cluster)",
+              file=sys.stderr, flush=True)
+    synced = git_mounts.sync(Remote(job).run, job.git_mounts, job.git_dir)
+    real = {m.placeholder(job.git_dir): f"{path}:{m.target}" for m, path, _ in synced}
+    executor.container_mounts = [real.get(x, x) for x in executor.container_mounts]
+    if "job.yaml" in job.files:
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.create(job.files["job.yaml"])
+        OmegaConf.update(cfg, "run.provenance.git_mounts",
+                         [{**m.as_dict(), "commit": commit} for m, _, commit in synced], force_add=True)
+        job.files["job.yaml"] = OmegaConf.to_yaml(cfg)
 
 
 def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:

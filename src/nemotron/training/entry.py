@@ -23,6 +23,10 @@ from typing import Any
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
 from nemo_runspec.ranks import global_rank
 
+from .resilience import (
+    EXIT_REQUEUE,  # a stopped, checkpointed run to be requeued (docs/resilience.md)
+)
+
 EXIT_BACKEND_MISSING = 3
 BACKENDS = ("auto", "native", "torch")
 DATA_KEYS = {"pretrain": "data.data_path", "sft": "data.data_path", "rl": "data.train_data_path"}
@@ -268,14 +272,14 @@ def run_fallback(kind: str, cfg: Any) -> int:
     dist = init_distributed(settings.device)
     code = 1
     try:
-        train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from,
-              metrics=wandb_run.log if wandb_run is not None else None)
-        code = 0
+        summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from,
+                        metrics=wandb_run.log if wandb_run is not None else None)
+        code = EXIT_REQUEUE if summary.get("stopped") else 0
     finally:
         shutdown()
         if wandb_run is not None:
             wandb_run.finish(code)
-    return 0
+    return code
 
 
 def wandb_view(cfg: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -160,6 +161,25 @@ def _set(obj: Any, dotted: str, value: Any) -> None:
     setattr(obj, last, value)
 
 
+#: ``TrainingConfig`` fields a resilient Slurm job sets (docs/resilience.md, "Native backends")
+RESILIENCE_FIELDS = ("train.exit_signal_handler", "train.exit_signal", "train.exit_duration_in_mins")
+
+
+def resilience_fields(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Megatron-Bridge's own exit options for a job with ``[resilience]`` (``$NEMOTRON_RESILIENCE_DIR``
+    set): catch SIGTERM (preemption) to save and stop, and save and stop on its own
+    ``$NEMOTRON_RESILIENCE_EXIT_AFTER`` seconds into the attempt (time limit - signal_before)."""
+    if not environ.get("NEMOTRON_RESILIENCE_DIR"):
+        return {}
+    import signal
+
+    out: dict[str, Any] = {"train.exit_signal_handler": True, "train.exit_signal": signal.SIGTERM}
+    after = environ.get("NEMOTRON_RESILIENCE_EXIT_AFTER", "")
+    if after.isdigit() and int(after) >= 60:
+        out["train.exit_duration_in_mins"] = int(after) // 60
+    return out
+
+
 def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> Any:
     """The ``ConfigContainer`` for our resolved config ``cfg`` (``kind``: pretrain or sft).
 
@@ -178,6 +198,7 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
         dataset = {k.removeprefix("dataset."): v for k, v in values.items() if k.startswith("dataset.")}
         container.dataset = finetuning_dataset(container.dataset, dataset, importer=importer)
         values = {k: v for k, v in values.items() if not k.startswith("dataset.")}
+    values.update(resilience_fields(os.environ))
     for theirs, value in values.items():
         _set(container, theirs, value)
     if kind == "sft":

@@ -109,7 +109,22 @@ def master_config(cfg: Mapping[str, Any], load_config: Callable[[str], Any]) -> 
     base = load_config(str(cfg.get("base_config") or BASE_CONFIG))
     config = OmegaConf.to_container(OmegaConf.merge(base, ours), resolve=True)
     config["data"] = data_section(config.get("data") or {})
+    config["checkpointing"] = {**(config.get("checkpointing") or {}), **resilience_checkpointing(os.environ)}
     return config
+
+
+def resilience_checkpointing(environ: Mapping[str, str]) -> dict[str, Any]:
+    """NeMo-RL's own ``checkpointing`` keys for a job with ``[resilience]``: checkpoints on, and
+    ``checkpoint_must_save_by`` (``DD:HH:MM:SS``, its ``TimeoutChecker``) at time limit - signal_before."""
+    if not environ.get("NEMOTRON_RESILIENCE_DIR"):
+        return {}
+    out: dict[str, Any] = {"enabled": True}
+    after = environ.get("NEMOTRON_RESILIENCE_EXIT_AFTER", "")
+    if after.isdigit():
+        secs = int(after)
+        out["checkpoint_must_save_by"] = (f"{secs // 86400:02d}:{secs % 86400 // 3600:02d}:"
+                                          f"{secs % 3600 // 60:02d}:{secs % 60:02d}")
+    return out
 
 
 def actor_env_vars(environ: Mapping[str, str]) -> dict[str, str]:

@@ -158,13 +158,24 @@ def test_hybrid_with_sub_packagers_from_a_child_is_kept(tmp_path):
     assert prof.values["packager"] == "hybrid" and not [n for n in prof.notes if n.warn]
 
 
-def test_auto_mount_entries_are_left_out_with_a_warning(tmp_path):
+def test_auto_mount_entries_become_git_mounts(tmp_path):
     path, prof = _load(tmp_path, """
         [c]
         mounts = ["/lustre:/lustre", "${auto_mount:git+https://example.com/x.git@main,/opt/x}"]
         """, "c")
     assert prof.values["mounts"] == ["/lustre:/lustre"]
-    assert any(n.warn and "auto_mount" in n.text and n.line == line_no(path, "mounts") for n in prof.notes)
+    assert prof.values["git_mounts"] == [{"url": "https://example.com/x.git", "ref": "main",
+                                          "target": "/opt/x", "name": "x"}]
+    assert prof.sources["git_mounts"].line == line_no(path, "mounts")
+
+
+def test_a_bad_auto_mount_entry_is_one_line_at_its_line(tmp_path):
+    with pytest.raises(EnvFileError) as e:
+        _load(tmp_path, """
+            [c]
+            mounts = ["${auto_mount:git+https://example.com/x.git@main;id,/opt/x}"]
+            """, "c")
+    assert "env.toml:2: [c] mounts[0]: auto_mount ref 'main;id'" in str(e.value)  # the mounts line
 
 
 @pytest.mark.parametrize("executor", ["docker", "skypilot", "dgxcloud", "lepton"])

@@ -108,7 +108,7 @@ def test_valid_full_profile_all_keys(tmp_path):
         exclude = "node1"
         gres = "gpu:4"
         container_image = "nvcr.io/nvidia/pytorch:25.01-py3"
-        mounts = ["/a:/a"]
+        mounts = ["/a:/a", "${auto_mount:git+https://example.com/org/tool.git@v1,/opt/tool}"]
         env_vars = { X = "1" }
         secret_env_vars = ["X"]
         public_env_vars = ["Y"]
@@ -154,7 +154,8 @@ def test_valid_full_profile_all_keys(tmp_path):
     keys = set(envmod.PROFILE_KEYS)
     # every other key is set; `packager` is left out because no one packager reads every
     # packager key, and naming one makes the keys it does not read errors (test_packager_keys.py)
-    assert set(prof.values) == keys - {"extends", "nproc_per_node", "packager"}
+    # and `resilience` because it cannot go with `retries` (both requeue; test_resilience.py)
+    assert set(prof.values) == keys - {"extends", "nproc_per_node", "packager", "resilience"}
 
 
 def test_defaults_separate_from_values(tmp_path):

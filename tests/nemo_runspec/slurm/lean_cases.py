@@ -55,13 +55,19 @@ CASES: dict[str, tuple[str, dict, dict]] = {
                      "dependency_type": "afterany"},
         {"dependencies": ["4141"]},
     ),
+    "torchrun-container-resilience": (
+        "torchrun", {**CONTAINER, "nodes": 2, "gpus_per_node": 8,
+                     "resilience": {"max_restarts": 3, "signal_before": 120, "stall_timeout": 300}},
+        {"secrets": {"HF_TOKEN": SECRET}, "startup_commands": ["echo node $(hostname)"]},
+    ),
+    "direct-bare-resilience": ("direct", {**BARE, "nodes": 1, "gpus_per_node": 0, "resilience": {}}, {}),
     "direct-local-dependency": ("direct", {**BARE, "nodes": 1, "gpus_per_node": 0,
                                            "dependency_type": "afterany"},
                                 {"dependencies": ["4141"]}),
 }
 #: cases that can be submitted here (a local tunnel and the fake sbatch)
 SUBMIT_CASES = ("torchrun-container-secrets", "direct-bare-secrets", "ray-container",
-                "direct-local-dependency")
+                "direct-local-dependency", "torchrun-container-resilience")
 
 
 def prepared(case: str, base_dir: Path):

@@ -100,9 +100,11 @@ def _warn_bad_lines(bad: int) -> None:
         typer.echo(f"warning: skipped {bad} unreadable line(s) of {ledger_path()}", err=True)
 
 
-def _states(subs: list[Submission], *, live: bool = False, strict: bool = False) -> dict[tuple[str, str], JobState]:
+def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
+            attempts: dict[str, list[Any]] | None = None) -> dict[tuple[str, str], JobState]:
     """State of each job, one query per cluster. A cluster that cannot be reached is an
-    error with ``strict``, else its jobs are UNREACHABLE (with a warning)."""
+    error with ``strict``, else its jobs are UNREACHABLE (with a warning). ``attempts``,
+    when given, is filled with the recorded attempts of resilient jobs (job dir -> list)."""
     from nemo_runspec.slurm import jobs as sj
 
     groups: dict[tuple[Any, ...], list[Submission]] = {}
@@ -114,6 +116,10 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False)
             remote = sj.remote_for(members[0])
             try:
                 got = sj.query_states(remote, [s.job_id for s in members], live=live)
+                if attempts is not None:
+                    from nemo_runspec.slurm import attempts as sa
+
+                    attempts.update(sa.load(remote, [s.job_dir for s in members]))
             finally:
                 sj.close(remote)
         except NemoRunspecError as exc:
@@ -232,7 +238,8 @@ def list_jobs(
         asked = entries[:n] + [s for s in entries[n:] if _key(s) in member and member[_key(s)][0].id in shown_pipes]
     else:
         asked = entries
-    states = _states(asked) if asked else {}
+    tries: dict[str, list[Any]] = {}
+    states = _states(asked, attempts=tries) if asked else {}
     timed: list[tuple[str, tuple[Submission | None, JobState, str, Pipe | None]]] = []
     for sub in asked:
         st = states[_key(sub)]
@@ -250,11 +257,14 @@ def list_jobs(
     if n:
         rows = rows[:n]
     if as_json:
-        _out(json.dumps([_row_json(sub, st, stage, pipe) for sub, st, stage, pipe in rows], indent=1))
+        _out(json.dumps([_row_json(sub, st, stage, pipe, tries) for sub, st, stage, pipe in rows], indent=1))
         return
     if not rows:
         typer.echo("No job matches.", err=True)
         return
+    from nemo_runspec.slurm.attempts import brief
+
+    resilient = any(sub is not None and tries.get(sub.job_dir) for sub, _, _, _ in rows)
     table = []
     for sub, st, stage, pipe in rows:
         pipe_col = f"{pipe.id}:{stage}" if pipe is not None else "-"
@@ -263,8 +273,11 @@ def list_jobs(
             table.append(["-", sj.SKIPPED, "-", pipe.profile or "-", _when(pipe.created), pipe_col])
             continue
         table.append([sub.job_id, _state_text(st), sub.recipe or sub.name, sub.profile or "-",
-                      _when(sub.submitted_at), pipe_col])
-    _table(["JOB", "STATE", "RECIPE", "PROFILE", "SUBMITTED", "PIPE:STAGE"], table)
+                      _when(sub.submitted_at), pipe_col] + ([brief(tries.get(sub.job_dir, []))] if resilient else []))
+    if resilient:  # the column only appears when a shown job has attempt records (docs/resilience.md)
+        table = [row if len(row) == 7 else [*row, "-"] for row in table]
+    _table(["JOB", "STATE", "RECIPE", "PROFILE", "SUBMITTED", "PIPE:STAGE"] + (["ATTEMPTS"] if resilient else []),
+           table)
 
 
 def _key(sub: Submission) -> tuple[str, str]:
@@ -310,11 +323,16 @@ def _state_text(st: JobState) -> str:
     return st.state
 
 
-def _row_json(sub: Submission | None, st: JobState, stage: str, pipe: Pipe | None) -> dict[str, Any]:
+def _row_json(sub: Submission | None, st: JobState, stage: str, pipe: Pipe | None,
+              tries: dict[str, list[Any]] | None = None) -> dict[str, Any]:
+    from dataclasses import asdict
+
     data: dict[str, Any] = sub.to_json() if sub is not None else {"job_id": None}
     data.pop("v", None)
     data.update(state=st.state, exit_code=st.exit_code, reason=st.reason, nodes=st.nodes,
                 pipe=pipe.id if pipe is not None else data.get("pipe"), stage=stage or None)
+    if sub is not None and tries and tries.get(sub.job_dir):
+        data["attempts"] = [asdict(a) for a in tries[sub.job_dir]]
     return data
 
 
@@ -343,14 +361,15 @@ def status(
     if isinstance(found, Pipe):
         _pipe_status(found, subs, as_json)
         return
-    st = _states([found], live=True, strict=True)[(found.job_id, found.job_dir)]
+    tries: dict[str, list[Any]] = {}
+    st = _states([found], live=True, strict=True, attempts=tries)[(found.job_id, found.job_dir)]
     if as_json:
-        _out(json.dumps(_row_json(found, st, "", None), indent=1))
+        _out(json.dumps(_row_json(found, st, "", None, tries), indent=1))
         return
-    _job_status(found, st)
+    _job_status(found, st, tries.get(found.job_dir, []))
 
 
-def _job_status(sub: Submission, st: JobState) -> None:
+def _job_status(sub: Submission, st: JobState, attempts: list[Any] | None = None) -> None:
     from nemo_runspec.slurm.jobs import describe_tunnel
 
     exit_text = "-" if st.exit_code is None else f"{st.exit_code}" + (f" (sacct {st.raw_exit})" if st.raw_exit else "")
@@ -378,6 +397,12 @@ def _job_status(sub: Submission, st: JobState) -> None:
     _out(f"job {sub.job_id} ({sub.slurm_name or sub.name})")
     for label, value in lines:
         _out(f"  {label + ':':11} {value}")
+    if attempts:
+        from nemo_runspec.slurm.attempts import lines as attempt_lines
+
+        _out("  attempts:")
+        for text in attempt_lines(attempts):
+            _out(f"    {text}")
 
 
 def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:

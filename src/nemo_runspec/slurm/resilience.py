@@ -1,0 +1,128 @@
+"""Resilience of a Slurm job: warning signal, checkpoint-and-requeue, stall watchdog, node exclusion.
+
+A profile (or ``run.env``) with a ``resilience`` table
+(:class:`~nemo_runspec.env.model.ResilienceModel`) turns it on. :func:`apply`
+adds to the job's nemo-run executor, so the dry run shows every line:
+
+- ``#SBATCH --signal=B:USR1@<signal_before>``: Slurm's warning before the time limit,
+  to the batch shell;
+- setup lines that write ``<job dir>/resilience/resilience.sh`` (``templates/resilience.sh``)
+  and source it: the attempt is recorded, a ``USR1`` trap asks the training ranks
+  to checkpoint and stop (``resilience/stop_request``), and ``srun`` becomes a
+  function that runs the real one in the background (so traps run while it does),
+  starts the stall watchdog next to it, and when it returns records why the
+  attempt ended and requeues the job (``scontrol requeue``, ``ExcNodeList`` of the
+  nodes that failed, ``StartTime=now``) while ``max_restarts`` allows;
+- ``NEMOTRON_RESILIENCE_DIR`` for the training processes (heartbeats, stop request,
+  ``stopped`` marker: :mod:`nemotron.training.resilience` is the fallback's side).
+
+docs/resilience.md describes every fault and what a user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.prepared import PreparedJob
+
+#: the warning signal Slurm sends the batch shell ``signal_before`` seconds before the time limit
+WARNING_SIGNAL = "USR1"
+#: the job dir's subdirectory holding records, heartbeats and the helper script
+DIR_NAME = "resilience"
+SCRIPT_NAME = "resilience.sh"
+#: the environment variable naming that dir for the training processes
+ENV_DIR = "NEMOTRON_RESILIENCE_DIR"
+#: seconds into an attempt at which a native backend saves and stops by itself (time - signal_before)
+ENV_EXIT_AFTER = "NEMOTRON_RESILIENCE_EXIT_AFTER"
+
+
+@dataclass(frozen=True)
+class Resilience:
+    """The resolved ``resilience`` settings (defaults of :class:`~nemo_runspec.env.model.ResilienceModel`)."""
+
+    max_restarts: int = 3
+    signal_before: int = 300
+    stall_timeout: int | None = None
+    startup_timeout: int = 1800
+    max_excluded_nodes: int = 2
+
+    @property
+    def signal_option(self) -> str:
+        """``--signal``'s value: ``B:USR1@<signal_before>``."""
+        return f"B:{WARNING_SIGNAL}@{self.signal_before}"
+
+
+def settings_of(values: Mapping[str, Any]) -> Resilience | None:
+    """The ``resilience`` table of merged execution settings, validated; None when absent."""
+    raw = values.get("resilience")
+    if raw is None:
+        return None
+    from nemo_runspec.env.model import ResilienceModel
+
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"resilience must be a table, got {raw!r}", key="resilience",
+                          hint="e.g. [PROFILE.resilience] with max_restarts = 3")
+    model = ResilienceModel.model_validate(dict(raw))  # validated with the profile already
+    return Resilience(**model.model_dump())
+
+
+def apply(prepared: PreparedJob, settings: Resilience, *, bare_metal: bool) -> None:
+    """Add the signal, the setup lines and the env var of ``settings`` to ``prepared``'s executor."""
+    if prepared.is_ray:
+        raise ConfigError("resilience is not available for Ray jobs (launch = \"ray\") yet",
+                          key="resilience", hint="remove [PROFILE.resilience] for this recipe, or run "
+                          "NeMo-RL with its own checkpointing.checkpoint_must_save_by (docs/resilience.md)")
+    executor = prepared.executor
+    host_dir = os.path.join(prepared.job_dir, DIR_NAME)
+    executor.signal = settings.signal_option
+    executor.retries = 0  # the helper requeues; nemo-run's TORCHX_MAX_RETRIES requeue stays off
+    seen = host_dir if bare_metal else f"/nemo_run/{DIR_NAME}"
+    from nemo_runspec.execution.executor import shell_value
+
+    extra = {ENV_DIR: shell_value(seen)}
+    from nemo_runspec.env.model import time_limit_seconds
+
+    limit = time_limit_seconds(str(prepared.values.get("time") or "")) if prepared.values.get("time") else None
+    if limit is not None:  # for the native backends' own exit timers (docs/resilience.md)
+        extra[ENV_EXIT_AFTER] = str(max(0, limit - settings.signal_before))
+    executor.env_vars = {**(executor.env_vars or {}), **extra}
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", setup_lines(host_dir, settings)) if x)
+
+
+def script_text() -> str:
+    """The helper the batch script sources (``templates/resilience.sh``)."""
+    from nemo_runspec.templates import TEMPLATE_DIR
+
+    return (TEMPLATE_DIR / SCRIPT_NAME).read_text()
+
+
+def setup_lines(host_dir: str, settings: Resilience) -> str:
+    """The batch-script lines: write and source the helper, record the attempt, trap the
+    signals, route ``srun`` through the helper."""
+    from nemo_runspec.execution.runspec_cmd import heredoc
+
+    d = shlex.quote(host_dir)
+    script = shlex.quote(os.path.join(host_dir, SCRIPT_NAME))
+    assigns = (f"NR_DIR={d} NR_MAX_RESTARTS={settings.max_restarts} "
+               f"NR_STALL_TIMEOUT={settings.stall_timeout or 0} NR_STARTUP_TIMEOUT={settings.startup_timeout} "
+               f"NR_MAX_EXCLUDED={settings.max_excluded_nodes}")
+    return "\n".join([
+        f"# resilience (docs/resilience.md): --signal={settings.signal_option}, requeue up to "
+        f"{settings.max_restarts} time(s), failed nodes excluded (at most {settings.max_excluded_nodes}), "
+        + (f"watchdog: stall_timeout {settings.stall_timeout} s" if settings.stall_timeout else "no watchdog"),
+        f"mkdir -p {d}",
+        heredoc(os.path.join(host_dir, SCRIPT_NAME), script_text()),
+        assigns,
+        f". {script}",
+        "nemotron_attempt_begin",
+        f"trap 'nemotron_on_signal {WARNING_SIGNAL}' {WARNING_SIGNAL}",
+        "trap 'nemotron_on_signal TERM' TERM",
+        'srun() { nemotron_srun "$@"; }',
+    ])

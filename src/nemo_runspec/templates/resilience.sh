@@ -1,0 +1,182 @@
+# nemotron resilience: sourced by the batch script of a job with [resilience] (docs/resilience.md).
+# Set before sourcing: NR_DIR NR_MAX_RESTARTS NR_STALL_TIMEOUT (0: no watchdog) NR_STARTUP_TIMEOUT
+# NR_MAX_EXCLUDED. Records go to $NR_DIR/attempts.jsonl, one JSON object a line.
+NR_ATTEMPT=${SLURM_RESTART_COUNT:-0}
+NR_HB="$NR_DIR/heartbeat/a$NR_ATTEMPT"
+
+_nr_str() {  # a JSON string (our values are node names, numbers and our own words)
+  local s=${1//\\/\\\\}
+  s=${s//\"/\\\"}
+  printf '"%s"' "$(printf '%s' "$s" | tr -d '\000-\037')"
+}
+
+_nr_record() {  # _nr_record EVENT key json-value ...: one line of attempts.jsonl
+  local line="{\"event\": \"$1\", \"attempt\": $NR_ATTEMPT, \"job_id\": $(_nr_str "$SLURM_JOB_ID")"
+  shift
+  while [ $# -ge 2 ]; do line+=", \"$1\": $2"; shift 2; done
+  printf '%s, "t": %s}\n' "$line" "$(date +%s.%N)" >> "$NR_DIR/attempts.jsonl"
+}
+
+_nr_excluded() {  # the nodes excluded so far, comma-separated
+  [ -s "$NR_DIR/excluded" ] && paste -sd, "$NR_DIR/excluded"
+}
+
+_nr_exclude() {  # add nodes (comma-separated) to the excluded set, up to NR_MAX_EXCLUDED
+  local node
+  for node in ${1//,/ }; do
+    grep -qx -- "$node" "$NR_DIR/excluded" 2>/dev/null && continue
+    [ "$(cat "$NR_DIR/excluded" 2>/dev/null | wc -l)" -ge "$NR_MAX_EXCLUDED" ] && {
+      echo "nemotron: not excluding $node: resilience.max_excluded_nodes ($NR_MAX_EXCLUDED) reached" >&2
+      continue; }
+    echo "$node" >> "$NR_DIR/excluded"
+  done
+}
+
+_nr_bad_nodes() {  # of the nodes $1 (a Slurm node list), those Slurm now has down, drained or failing
+  [ -n "$1" ] || return 0
+  sinfo -h -N -n "$1" -t down,drain,draining,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd,
+}
+
+_nr_restarts() {  # how often Slurm has requeued this job (scontrol's Restarts=)
+  scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Restarts=//p'
+}
+
+_nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_DIR/summary.txt
+  {
+    echo "nemotron: job $SLURM_JOB_ID gave up after $((NR_ATTEMPT + 1)) attempt(s) ($1):"
+    sed -n 's/.*"event": "end", "attempt": \([0-9]*\),.*"reason": "\([^"]*\)".*/  attempt \1: \2/p' \
+      "$NR_DIR/attempts.jsonl"
+  } | tee "$NR_DIR/summary.txt" >&2
+}
+
+nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended without us
+  local - prev line state nodes bad kind
+  set +x
+  mkdir -p "$NR_HB"
+  rm -f "$NR_DIR/stop_request"
+  prev=$((NR_ATTEMPT - 1))
+  if [ "$NR_ATTEMPT" -gt 0 ] && ! grep -q "\"event\": \"end\", \"attempt\": $prev," "$NR_DIR/attempts.jsonl" 2>/dev/null; then
+    line=$(sacct -n -P -D -X -j "$SLURM_JOB_ID" -o State,NodeList 2>/dev/null | grep -v -E '^(RUNNING|PENDING)' | tail -n 1)
+    state=${line%%|*}; state=${state%% *}; nodes=${line#*|}
+    bad=$(_nr_bad_nodes "$nodes")
+    [ "$state" = NODE_FAIL ] && kind=node_fail || kind=requeued
+    [ -n "$bad" ] && _nr_exclude "$bad"
+    NR_ATTEMPT=$prev _nr_record end kind "$(_nr_str "$kind")" \
+      reason "$(_nr_str "ended by Slurm (${state:-unknown}) on ${nodes:-?}${bad:+; down: $bad}; recorded by the next attempt")" \
+      node "$(_nr_str "$bad")" requeue true
+  fi
+  _nr_record start nodes "$(_nr_str "$SLURM_JOB_NODELIST")" exclude "$(_nr_str "$(_nr_excluded)")"
+  echo "nemotron: attempt $NR_ATTEMPT (restarts left: $((NR_MAX_RESTARTS - NR_ATTEMPT))) on $SLURM_JOB_NODELIST; excluded nodes: $(_nr_excluded || echo none)"
+  if [ "$NR_ATTEMPT" -gt "$NR_MAX_RESTARTS" ]; then
+    _nr_record end kind '"exhausted"' reason "$(_nr_str "not run: resilience.max_restarts ($NR_MAX_RESTARTS) reached")" requeue false
+    _nr_summary "resilience.max_restarts = $NR_MAX_RESTARTS reached"
+    exit 1
+  fi
+}
+
+nemotron_on_signal() {  # USR1 (time-limit warning, or a test's scancel --batch) and TERM (requeue, cancel)
+  echo "$1 $(date +%s.%N)" >> "$NR_DIR/signals-a$NR_ATTEMPT"
+  [ "$1" = TERM ] || echo "$1" > "$NR_DIR/stop_request"
+}
+
+nemotron_watchdog() {  # $1: the training step's srun pid. Ends the step when a rank's heartbeat stops.
+  local - pid=$1 start now period f step phase t node rank age limit worst
+  set +x
+  start=$(date +%s)
+  period=$((NR_STALL_TIMEOUT / 4)); [ "$period" -lt 1 ] && period=1; [ "$period" -gt 10 ] && period=10
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep "$period"
+    now=$(date +%s); worst=""
+    for f in "$NR_HB"/rank-*; do
+      [ -e "$f" ] || continue
+      read -r step phase t node rank < "$f" || continue
+      t=${t%%.*}; age=$((now - t))
+      case "$phase" in step) limit=$NR_STALL_TIMEOUT ;; init|save) limit=$NR_STARTUP_TIMEOUT ;; *) continue ;; esac
+      [ "$age" -gt "$limit" ] || continue
+      # the rank that fell behind: lowest step, then the oldest heartbeat
+      if [ -z "$worst" ] || [ "$step" -lt "${worst%% *}" ] || { [ "$step" -eq "${worst%% *}" ] && [ "$age" -gt "$(echo "$worst" | cut -d' ' -f4)" ]; }; then
+        worst="$step $rank $node $age $phase $limit"
+      fi
+    done
+    if [ -z "$worst" ] && ! compgen -G "$NR_HB/rank-*" > /dev/null && [ $((now - start)) -gt "$NR_STARTUP_TIMEOUT" ]; then
+      worst="0 ? ${SLURM_JOB_NODELIST} $((now - start)) init $NR_STARTUP_TIMEOUT"
+    fi
+    [ -n "$worst" ] || continue
+    echo "$worst $now" > "$NR_DIR/stall-a$NR_ATTEMPT"
+    set -- $worst
+    echo "nemotron watchdog: rank $2 on $3 stalled (last heartbeat: step $1, $5; none for $4 s > $6 s); ending the attempt" >&2
+    scancel --signal=KILL "$(squeue -h -s -j "$SLURM_JOB_ID" -o %i | grep -E '\.[0-9]+$' | sort -t. -k2 -n | tail -n 1)" 2>/dev/null \
+      || kill -KILL "$pid"
+    return
+  done
+}
+
+nemotron_srun() {  # srun in the background, so that traps run while it does; then the attempt's end
+  local - rc wd=""
+  set +x
+  command srun "$@" 2> "$NR_DIR/srun-a$NR_ATTEMPT.err" &
+  NR_SRUN_PID=$!
+  if [ "$NR_STALL_TIMEOUT" -gt 0 ]; then nemotron_watchdog "$NR_SRUN_PID" & wd=$!; fi
+  while kill -0 "$NR_SRUN_PID" 2>/dev/null; do wait "$NR_SRUN_PID"; done
+  wait "$NR_SRUN_PID"; rc=$?
+  [ -n "$wd" ] && { kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null; }
+  cat "$NR_DIR/srun-a$NR_ATTEMPT.err" >&2
+  nemotron_attempt_end "$rc"
+}
+
+nemotron_attempt_end() {  # $1: srun's exit code. Record why the attempt ended; requeue when allowed.
+  local - rc=$1 kind reason node="" step="" requeue=false by_slurm=false restarts s why
+  set +x
+  restarts=$(_nr_restarts)
+  [ -n "$restarts" ] && [ "$restarts" -gt "$NR_ATTEMPT" ] && by_slurm=true
+  if [ -s "$NR_DIR/stall-a$NR_ATTEMPT" ]; then
+    read -r step s node t phase limit _ < "$NR_DIR/stall-a$NR_ATTEMPT"
+    kind=stall; reason="rank $s on $node stalled (last heartbeat: step $step, $phase; none for $t s > $limit s)"
+  elif [ -s "$NR_DIR/stopped-a$NR_ATTEMPT" ]; then
+    read -r step why < "$NR_DIR/stopped-a$NR_ATTEMPT"
+    [ "$why" = TERM ] && $by_slurm && node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    if [ "$why" = TERM ] && ! $by_slurm; then kind=cancelled; reason="stopped at step $step after SIGTERM (job cancelled); checkpoint saved"
+    elif [ -n "$node" ]; then kind=node_fail; reason="ended by Slurm on $SLURM_JOB_NODELIST (down: $node): checkpoint at step $step"
+    elif [ "$why" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $step"
+    else kind=timelimit; reason="time-limit warning (SIG$why): checkpoint at step $step"; fi
+  elif $by_slurm; then  # Slurm requeued the job itself (node failure, preemption): srun may even say 0
+    node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    [ -n "$node" ] && kind=node_fail || kind=preempted
+    reason="ended by Slurm on $SLURM_JOB_NODELIST${node:+ (down: $node)}; exit code $rc"
+  elif [ "$rc" -eq 0 ] && { [ ! -e "$NR_HB/rank-0" ] || [ "$(cut -d' ' -f2 "$NR_HB/rank-0")" = done ]; }; then
+    kind=completed; reason="completed"  # (a script without heartbeats: its exit code is all there is)
+  elif [ "$rc" -eq 0 ]; then  # srun said 0 but training did not finish: Slurm ended the step (node failure)
+    node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    [ -n "$node" ] && kind=node_fail || kind=preempted
+    reason="ended by Slurm on $SLURM_JOB_NODELIST${node:+ (down: $node)} before training finished"
+  else
+    node=$(sed -n 's/^srun: error: \([^:]*\): task [0-9]*: .*/\1/p' "$NR_DIR/srun-a$NR_ATTEMPT.err" | head -n 1)
+    kind=failed; reason="exit code $rc${node:+ (first failed task on $node)}"
+    if [ "$rc" -eq 2 ] || [ "$rc" -eq 3 ]; then reason="$reason: a config or backend error, not restarted"; node=""; fi
+  fi
+  case "$kind" in
+    completed|cancelled) ;;
+    failed) { [ "$rc" -eq 2 ] || [ "$rc" -eq 3 ]; } || requeue=true ;;
+    *) requeue=true ;;
+  esac
+  if $requeue && [ "$NR_ATTEMPT" -ge "$NR_MAX_RESTARTS" ]; then
+    requeue=false; reason="$reason; resilience.max_restarts ($NR_MAX_RESTARTS) reached"
+  fi
+  $requeue && [ -n "$node" ] && _nr_exclude "$node"
+  _nr_record end kind "$(_nr_str "$kind")" reason "$(_nr_str "$reason")" exit_code "$rc" \
+    step "$(_nr_str "$step")" node "$(_nr_str "$node")" requeue "$requeue" exclude "$(_nr_str "$(_nr_excluded)")"
+  echo "nemotron: attempt $NR_ATTEMPT ended: $reason"
+  if $requeue; then
+    $by_slurm || scontrol requeue "$SLURM_JOB_ID"
+    [ -n "$(_nr_excluded)" ] && scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$(_nr_excluded)"
+    scontrol update jobid="$SLURM_JOB_ID" StartTime=now
+    echo "nemotron: requeued job $SLURM_JOB_ID for attempt $((NR_ATTEMPT + 1)) (excluding: $(_nr_excluded || echo none))"
+    return 0
+  fi
+  case "$kind" in
+    completed) return 0 ;;
+    cancelled) return "$((rc ? rc : 143))" ;;
+  esac
+  _nr_summary "$reason"
+  return "$((rc ? rc : 1))"
+}
