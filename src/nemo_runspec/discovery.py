@@ -172,6 +172,8 @@ def env_recipe_dirs(env_file: str | os.PathLike[str] | None) -> tuple[list[Recip
     if env_file is None:
         return [], []
     path = Path(env_file)
+    if not path.is_file():
+        return [], []  # missing, or a pipe/device (reading a FIFO would block): reported later
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)

@@ -228,6 +228,7 @@ def test_job_submitted_over_ssh_is_asked_about_over_ssh(home, slurm_cluster):
     assert data["job_dir"].startswith(str(home["tmp"] / "remote-jobs"))
     assert data["ssh"]["host"] == "127.0.0.1" and data["ssh"]["port"] == 2222
     listed = nemotron(home, "jobs", "list", path_first=home["poisoned"])
+    assert listed.returncode == 0, listed.stderr
     assert rows(listed.stdout)[job_id][1] == "COMPLETED", listed.stdout + listed.stderr
     # and cancelling goes there too (a finished job: nothing to do, still asked remotely)
     proc = nemotron(home, "jobs", "cancel", job_id, path_first=home["poisoned"])

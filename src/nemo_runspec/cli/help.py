@@ -90,6 +90,9 @@ def list_profiles(explicit: str | os.PathLike[str] | None = None) -> ProfileList
     listing = ProfileListing(path=path, looked_in=looked)
     if path is None:
         return listing
+    if path.exists() and not path.is_file():
+        listing.error = f"{path}: not a regular file"  # a FIFO would block the read
+        return listing
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -251,6 +251,7 @@ def test_unknown_command_is_one_line(args, needle, tmp_path):
 
 def test_group_without_command_shows_help(tmp_path):
     proc = _run(["nano3"], cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr  # a group needs a command: usage error, like click
     assert "Usage: nemotron nano3" in proc.stdout + proc.stderr
     assert "pretrain" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr

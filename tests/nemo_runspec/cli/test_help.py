@@ -113,6 +113,7 @@ def test_help_discovers_env_toml_walking_up(env_toml, tmp_path):
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)
     proc = _run(["nano3", "pretrain", "--help"], cwd=sub)
+    assert proc.returncode == 0, proc.stderr
     assert "executor=local" in proc.stdout and str(tmp_path / "env.toml") in proc.stdout
 
 
@@ -135,6 +136,7 @@ def test_root_help_lists_groups(tmp_path):
         assert f"│ {group} " in proc.stdout
     assert "failed to load" not in proc.stdout + proc.stderr
     nano3 = _run(["nano3", "--help"], cwd=tmp_path)
+    assert nano3.returncode == 0, nano3.stderr
     for cmd in ("pretrain", "sft", "rl", "data"):
         assert f"│ {cmd} " in nano3.stdout
 

@@ -159,6 +159,7 @@ def test_env_values_run_nothing_but_expand_references(tmp_path):
         assert out == value
     proc = subprocess.run(["bash", "-c", f"export V={shell_value('/opt/bin:$PATH:${HOME}')}; printf %s \"$V\""],
                           capture_output=True, text=True, env={"PATH": "/usr/bin", "HOME": "/h"})
+    assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "/opt/bin:/usr/bin:/h"
 
 

@@ -90,6 +90,7 @@ def test_new_command_from_the_worked_example(tmp_path: Path) -> None:
         assert shown in helped.stdout
 
     listed = _run(tmp, "nano3", "--help")
+    assert listed.returncode == 0, listed.stderr
     assert "distill" in listed.stdout
 
     local = _run(tmp, "nano3", "distill", "-c", "tiny", "--dry-run", "teacher=huge")

@@ -45,6 +45,7 @@ def test_recipe_dir_gives_commands_and_a_broken_one_does_not_hide_others(tmp_pat
     assert helped.returncode == 0 and "team" in helped.stdout and "nano3" in helped.stdout
     assert f"recipe dir {tmp_path / 'nope'} does not exist" in helped.stderr
     group = _run(tmp_path, "--recipe-dir", str(rdir), "team", "--help")
+    assert group.returncode == 0, group.stderr
     assert "Say hello from a user recipe." in group.stdout and "failed to load" in group.stdout
     broken = _run(tmp_path, "--recipe-dir", str(rdir), "team", "broken")
     assert broken.returncode == 2 and "Traceback" not in broken.stderr
@@ -59,6 +60,7 @@ def test_env_toml_cli_recipe_dirs_and_dry_runs(tmp_path: Path) -> None:
     (tmp_path / "env.toml").write_text('[cli]\nrecipe_dirs = ["r"]\n\n[dev]\nexecutor = "slurm"\n'
                                        'account = "a"\npartition = "p"\nnodes = 2\n')
     help_ = _run(tmp_path, "team", "hello", "--help")
+    assert help_.returncode == 0, help_.stderr
     assert "default" in help_.stdout and "dev" in help_.stdout and "nemotron team hello --dry-run" in help_.stdout
     slurm = _run(tmp_path, "team", "hello", "--batch", "dev", "--dry-run", "greeting=yo")
     assert slurm.returncode == 0, slurm.stderr
@@ -71,6 +73,7 @@ def test_hand_written_command_wins(tmp_path: Path) -> None:
     (tmp_path / "r" / "p.py").write_text(GOOD.replace("team/hello", "nano3/pretrain").replace("Say hello", "Fake"))
     (tmp_path / "r" / "config" / "default.yaml").write_text("a: 1\n")
     out = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "pretrain", "--help")
+    assert out.returncode == 0, out.stderr
     assert "Pretrain Nemotron 3 Nano" in out.stdout and "Fake" not in out.stdout
 
 

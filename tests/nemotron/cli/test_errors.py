@@ -333,7 +333,8 @@ def test_ctrl_c_during_a_local_run_exits_130(tmp_path):
     """SIGINT to the ``nemotron`` process alone (no terminal, no process group)."""
     import signal
 
-    _driver(tmp_path, SLEEPER.encode(), "--help")  # writes the recipe and its command module
+    helped = _driver(tmp_path, SLEEPER.encode(), "--help")  # writes the recipe and its command module
+    assert helped.returncode == 0, helped.stderr
     config = tmp_path / "recipes" / "distill" / "config"
     config.mkdir()
     (config / "default.yaml").write_text("steps: 1\n")

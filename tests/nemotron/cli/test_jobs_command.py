@@ -285,11 +285,13 @@ def test_jobs_help_and_local_listing_stay_light(slurm, tmp_path):
     record("101", "nano3/pretrain", 1)
     slurm.job("101", "COMPLETED")
     code = ("import sys, runpy\nsys.argv = ['nemotron', 'jobs', 'list']\n"
-            "from nemotron.cli.bin.nemotron import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            "from nemotron.cli.bin.nemotron import main\nrc = 0\ntry:\n    main()\n"
+            "except SystemExit as exc:\n    rc = exc.code or 0\nprint(f'RC={rc}', file=sys.stderr)\n"
             "print('HEAVY=' + ','.join(m for m in ('nemo_run', 'torch', 'ray', 'wandb', 'omegaconf') "
             "if m in sys.modules), file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env=slurm.env(NEMOTRON_HOME=str(slurm.home)))
+    assert "RC=0\n" in proc.stderr, proc.stderr
     assert "101" in proc.stdout
     assert "HEAVY=\n" in proc.stderr or proc.stderr.strip().endswith("HEAVY="), proc.stderr
 

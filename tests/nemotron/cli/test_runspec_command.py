@@ -96,6 +96,7 @@ def test_show_table_lists_resolved_fields(runner, good):
     (good.parent / "config").mkdir()
     clear_cache()
     again = runner.invoke(app, ["show", str(good)], env=WIDE)
+    assert again.exit_code == 0, again.output
     assert "exists" in again.stdout and "missing" not in again.stdout
 
 
