@@ -302,6 +302,17 @@ class EnvProfileModel(BaseModel):
                     f"sbatch option {name!r} is managed by nemotron; "
                     + (f"set the profile key {target!r} instead" if target else "remove it")
                 )
+            # sbatch (getopt_long) also takes any unambiguous prefix of a long option:
+            # "outp" is --output. No sbatch option of its own is such a prefix.
+            full = next((m for m in _MANAGED_SBATCH if len(key) > 1 and len(m) > len(key) and m.startswith(key)),
+                        None)
+            if full is not None:
+                target = _MANAGED_SBATCH[full]
+                raise ValueError(
+                    f"sbatch option {name!r} abbreviates --{full.replace('_', '-')} (sbatch accepts "
+                    "abbreviations), which is managed by nemotron; "
+                    + (f"set the profile key {target!r} instead" if target else "remove it")
+                )
         return value
 
     @model_validator(mode="after")

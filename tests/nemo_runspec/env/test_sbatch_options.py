@@ -32,9 +32,12 @@ def test_options_with_a_key_of_their_own_name_it(tmp_path: Path, option: str, ke
         _load(tmp_path, f'"{option}" = "1"')
 
 
-@pytest.mark.xfail(strict=True, reason="bug: sbatch accepts unambiguous abbreviations of long options "
-                                       "(--outp, --dep, --part), and these are not refused yet")
-@pytest.mark.parametrize("option", ["outp", "dep", "part"])
+@pytest.mark.parametrize("option", ["outp", "dep", "part", "open-m", "exclus"])
 def test_abbreviations_of_managed_options_are_refused(tmp_path: Path, option: str) -> None:
     with pytest.raises(envmod.EnvFileError, match="managed by nemotron"):
         _load(tmp_path, f'"{option}" = "x"')
+
+
+@pytest.mark.parametrize("option", ["gpu-bind", "mail-type", "cpus-per-gpu", "signal", "reservation"])
+def test_other_sbatch_options_pass(tmp_path: Path, option: str) -> None:
+    assert _load(tmp_path, f'"{option}" = "x"').values["sbatch_options"] == {option: "x"}
