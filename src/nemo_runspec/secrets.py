@@ -150,9 +150,7 @@ def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset(),
         out = {}
         here = marked_names(obj)
         for k, v in obj.items():
-            if k in LABEL_TABLES:  # provenance labels ("env.toml:7 [p]") under secret-looking keys
-                out[k] = v
-            elif isinstance(k, str) and is_secret_env(k, marked) and is_secret_value(v):
+            if isinstance(k, str) and is_secret_env(k, marked) and is_secret_value(v):
                 out[k] = REDACTED
             else:
                 out[k] = _redact(v, values, allow, here if k == "env_vars" else (frozenset(), frozenset()))
