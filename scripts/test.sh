@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 
 bash scripts/bootstrap.sh test </dev/null
 bash scripts/slurm-cluster.sh up </dev/null
+# A Docker engine and a local test image for the executor = "docker" tests.
+eval "$(bash scripts/docker-engine.sh up </dev/null)"
+export NEMOTRON_TEST_DOCKER_HOST="$DOCKER_HOST"
 
 # A hung test must not eat CI's whole time budget.
 timeout_arg=()

@@ -65,6 +65,10 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
             show_dry_run(job)
             return None
         return _add_local(job, experiment, task_name, dependencies)
+    if job.executor != "slurm":
+        raise ExecutionError(
+            f"executor = {job.executor!r} jobs are not added to a caller's Experiment by this version",
+            key="executor", hint="run them with execute(run) (or --run/--batch); compose Slurm or local jobs")
     return _add_slurm(job, experiment, task_name, dependencies)
 
 

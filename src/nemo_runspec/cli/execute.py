@@ -35,5 +35,7 @@ def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: 
         return compose.add_to_experiment(job, experiment)
     if job.is_local:  # no profile, or executor = "local"
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
+    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
+        return execution.run_job(job)
     slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor
     return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode

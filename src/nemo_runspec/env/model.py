@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
+from nemo_runspec.env.executor_keys import DgxPvc, executor_problem
 from nemo_runspec.env.packager_keys import (
     PROFILE_KEY_USERS,
     SUB_KEY_USERS,
@@ -27,7 +28,7 @@ from nemo_runspec.env.packager_keys import (
     unused_message,
 )
 
-ExecutorName = Literal["local", "slurm"]
+ExecutorName = Literal["local", "slurm", "docker", "skypilot", "dgxcloud", "lepton"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
 SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
 
@@ -158,7 +159,8 @@ class EnvProfileModel(BaseModel):
     gres: str | None = None
     # container and environment
     container_image: str | None = None
-    mounts: list[str] | None = None
+    #: "src:dst[:flags]" strings; tables for executor = "lepton" (env.executor_keys.LeptonMount)
+    mounts: list[str | dict[str, str]] | None = None
     #: ``${auto_mount:git+URL@REF,/target}`` entries of ``mounts``, as read by env.reference
     git_mounts: list[dict[str, str]] | None = None
     env_vars: dict[str, str] | None = None
@@ -203,6 +205,69 @@ class EnvProfileModel(BaseModel):
     # command using it a dry run; detach = true makes --run submit detached, as --batch does
     dry_run: bool | None = None
     detach: bool | None = None
+    # nemo-run's other executors (env.executor_keys says which executor reads which key;
+    # execution.executors maps them onto the executor classes)
+    runtime: str | None = None
+    ipc_mode: str | None = None
+    shm_size: str | None = None
+    ulimits: list[str] | None = None
+    privileged: bool | None = None
+    network: str | None = None
+    num_gpus: int | None = Field(default=None, ge=-1)
+    cloud: str | list[str] | None = None
+    region: str | list[str] | None = None
+    zone: str | list[str] | None = None
+    infra: str | None = None
+    gpus: str | list[str] | None = None
+    cpus: int | float | None = Field(default=None, gt=0)
+    memory: int | float | None = Field(default=None, gt=0)
+    instance_type: str | list[str] | None = None
+    use_spot: bool | None = None
+    disk_size: int | None = Field(default=None, ge=1)
+    disk_tier: str | None = None
+    ports: list[str] | None = None
+    network_tier: str | None = None
+    cluster_name: str | None = None
+    autodown: bool | None = None
+    idle_minutes_to_autostop: int | None = Field(default=None, ge=0)
+    retry_until_up: bool | None = None
+    file_mounts: dict[str, str] | None = None
+    base_url: str | None = None
+    kube_apiserver_url: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    project_name: str | None = None
+    pvc_nemo_run_dir: str | None = None
+    pvcs: list[DgxPvc] | None = None
+    distributed_framework: str | None = None
+    launched_from_cluster: bool | None = None
+    custom_spec: dict[str, Any] | None = None
+    resource_shape: str | None = None
+    node_group: str | None = None
+    node_reservation: str | None = None
+    nemo_run_dir: str | None = None
+    shared_memory_size: int | None = Field(default=None, ge=1)
+    image_pull_secrets: list[str] | None = None
+    secret_vars: dict[str, str] | None = None
+    can_be_preempted: bool | None = None
+    can_preempt: bool | None = None
+    queue_priority: str | None = None
+
+    @field_validator("shm_size")
+    @classmethod
+    def _shm_size(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[0-9]+[bkmgBKMG]?", v):
+            raise ValueError(f"{v!r} is not a size (a number with an optional b, k, m or g: \"16g\")")
+        return v
+
+    @field_validator("ulimits")
+    @classmethod
+    def _ulimits(cls, v: list[str] | None) -> list[str] | None:
+        for i, item in enumerate(v or ()):
+            if not re.fullmatch(r"[a-z_]+:-?[0-9]+(:-?[0-9]+)?", item):
+                raise ValueError(f"entry {i} {item!r} must look like NAME:SOFT or NAME:SOFT:HARD "
+                                 "(\"nofile:65536:65536\", as nemo-run reads it)")
+        return v
 
     @field_validator("time")
     @classmethod
@@ -232,8 +297,10 @@ class EnvProfileModel(BaseModel):
 
     @field_validator("mounts")
     @classmethod
-    def _mounts(cls, v: list[str] | None) -> list[str] | None:
+    def _mounts(cls, v: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
         for i, m in enumerate(v or ()):
+            if not isinstance(m, str):  # a Lepton mount table (checked by its model)
+                continue
             if not _MOUNT.match(m):
                 raise ValueError(f"entry {i} {m!r} must look like src:dst or src:dst:flags")
             for part in m.split(":"):
@@ -353,6 +420,9 @@ class EnvProfileModel(BaseModel):
             values = {k: getattr(self, k) for k in PROFILE_KEY_USERS}
             for key in unused_keys(self.packager, values):
                 raise ValueError(unused_message(key, values[key], self.packager))
+        problem = executor_problem(self.executor or "local", self.__dict__)
+        if problem:
+            raise ValueError(problem)
         return self
 
 

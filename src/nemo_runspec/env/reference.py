@@ -19,7 +19,9 @@ Per table (one profile, one YAML ``run.env``), before validation:
   cloned on the cluster and mounted) move to ``git_mounts`` (checked here;
   cloned at submission by :mod:`nemo_runspec.git_mounts`).
 - ``executor = "docker" | "skypilot" | "dgxcloud" | "lepton"`` (executors the
-  reference lists) is an error naming the executors this version has.
+  reference lists) are read as they are (:mod:`nemo_runspec.env.executor_keys`);
+  DGX Cloud's ``app_id``/``app_secret`` (the reference's names, from older
+  nemo-run) are ``client_id``/``client_secret``.
 
 On the merged settings (after ``extends``, all layers):
 
@@ -42,10 +44,8 @@ from typing import Any
 from nemo_runspec.errors import EnvFileError
 
 #: reference spelling -> our key
-SYNONYMS: dict[str, str] = {"container": "container_image"}
-
-#: executors the reference lists that this version does not have
-REFERENCE_EXECUTORS = ("docker", "skypilot", "dgxcloud", "lepton")
+SYNONYMS: dict[str, str] = {"container": "container_image", "app_id": "client_id",
+                            "app_secret": "client_secret"}
 
 #: profile keys a command line may give as ``run.KEY=v`` besides ``run.env.KEY=v``
 #: (all profile keys and synonyms except these two, which describe the profile itself)
@@ -160,15 +160,6 @@ def normalize_layer(
         out[ours] = value
         renamed[ours] = alias
         notes.append(Note(f"{table} {alias} is read as {ours} (the reference's synonym)", path, line))
-    executor = out.get("executor")
-    if isinstance(executor, str) and executor in REFERENCE_EXECUTORS:
-        path, line = where(("executor",))
-        raise EnvFileError(
-            f"executor = {executor!r} in {table} is not supported by this version (it runs jobs "
-            "on this machine or on Slurm)",
-            path=path, line=line, key="executor",
-            hint='use executor = "slurm" (a cluster) or "local" (this machine)',
-        )
     if isinstance(out.get("env_vars"), list):
         out["env_vars"] = env_vars_table(out["env_vars"], table=table, where=where)
         path, line = where(("env_vars",))

@@ -10,6 +10,8 @@ module                     holds
 ``execution.tunnels``      local and SSH tunnels, the job base dir
 ``execution.secret_file``  the 0600 secrets file and the line that sources it
 ``execution.ray``          our Ray-on-Slurm template and its knobs
+``execution.backends``     profile keys -> Docker/SkyPilot/DGX Cloud/Lepton executors
+``execution.backend_job``  :func:`run_job` on one of those (``docker_job``: Docker)
 =========================  ================================================
 
 These are utilities, not a framework: a recipe command calls them in the open
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 from nemo_runspec._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from nemo_runspec.execution.backend_job import run_job
     from nemo_runspec.execution.env_vars import (
         artifacts_root_for_job,
         build_env_vars,
@@ -79,6 +82,7 @@ __all__ = [
     "per_node_setup",
     "profile_values",
     "resolve_resources",
+    "run_job",
     "run_local",
     "shell_value",
     "split_env_vars",
@@ -87,6 +91,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "backend_job": ["run_job"],
     "env_vars": ["artifacts_root_for_job", "build_env_vars", "code_env", "split_env_vars",
                  "wandb_settings"],
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],

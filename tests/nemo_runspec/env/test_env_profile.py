@@ -173,6 +173,10 @@ def test_profile_keys_cover_spec():
         "port identity remote_job_dir job_dir workdir squash_dir dependency_type ray_port_base ray_timeout "
         "local_nproc dry_run detach secret_env_vars public_env_vars resilience git_mounts"
     ).split()
+    from nemo_runspec.env.executor_keys import EXECUTOR_KEY_USERS, OTHER_EXECUTORS
+
+    # the keys of nemo-run's other executors (env.executor_keys, docs/env-toml.md)
+    spec += [k for k, users in EXECUTOR_KEY_USERS.items() if set(users) <= set(OTHER_EXECUTORS)]
     assert set(envmod.PROFILE_KEYS) == set(spec)
     assert "setup" not in envmod.PROFILE_KEYS
 

@@ -178,14 +178,38 @@ def test_a_bad_auto_mount_entry_is_one_line_at_its_line(tmp_path):
     assert "env.toml:2: [c] mounts[0]: auto_mount ref 'main;id'" in str(e.value)  # the mounts line
 
 
-@pytest.mark.parametrize("executor", ["docker", "skypilot", "dgxcloud", "lepton"])
-def test_reference_only_executors_are_refused_with_the_fix(tmp_path, executor):
+@pytest.mark.parametrize(("executor", "needs"), [("docker", "container_image"), ("dgxcloud", "container_image"),
+                                                 ("lepton", "container_image")])
+def test_reference_executors_name_what_they_need(tmp_path, executor, needs):
     path = write(tmp_path / "env.toml", f'[c]\ndescription = "x"\nexecutor = "{executor}"\n')
     with pytest.raises(EnvFileError) as e:
         load_env_profile("c", path)
     msg = str(e.value)
-    assert msg.startswith(f"{path}:3:") and f"executor = '{executor}'" in msg
-    assert 'executor = "slurm"' in msg and "\n" not in msg
+    assert msg.startswith(f"{path}:3:") and f'executor = "{executor}" requires {needs}' in msg
+    assert "\n" not in msg
+
+
+def test_reference_executors_are_read(tmp_path):
+    path = write(tmp_path / "env.toml", """
+        [d]
+        executor = "dgxcloud"
+        container = "img"
+        base_url = "https://x.invalid"
+        kube_apiserver_url = "https://k.invalid"
+        app_id = "id"
+        app_secret = "${oc.env:DGX_TEST_SECRET,sekrit-value}"
+        project_name = "p"
+        pvc_nemo_run_dir = "/ws/nr"
+        pvcs = [{ claimName = "ws", path = "/ws" }]
+        [s]
+        executor = "skypilot"
+        cloud = "kubernetes"
+        """)
+    prof = load_env_profile("d", path)
+    assert prof.values["client_id"] == "id" and prof.values["client_secret"] == "sekrit-value"
+    assert "sekrit-value" not in str(prof.to_dict(redacted=True))
+    assert any("app_secret is read as client_secret" in n.text for n in prof.notes)
+    assert load_env_profile("s", path).values["cloud"] == "kubernetes"
 
 
 @pytest.mark.parametrize(("key", "fix"), [

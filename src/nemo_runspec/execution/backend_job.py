@@ -1,0 +1,259 @@
+"""Run a compiled job on nemo-run's Docker, SkyPilot, DGX Cloud or Lepton executor.
+
+:func:`prepare` builds everything without writing or contacting anything: the
+executor (:mod:`nemo_runspec.execution.backends`), the job files (``job.yaml``,
+``train.yaml``, ``nemotron-job.sh``) and the secrets. :func:`show` is the dry
+run (the executor's fields, secrets redacted, and the job script);
+:func:`submit` writes the job dir and starts the job:
+
+- **docker**: through nemo-run's own Docker scheduler objects (``DockerExecutor``,
+  ``PersistentDockerScheduler``: package, ``containers.run`` with the job dir at
+  ``/nemo_run``). ``--batch`` returns with the container name; ``--run`` follows
+  the log nemo-run's container writes and exits with the script's exit code
+  (from the status file the container writes when it ends). nemo-run's
+  ``Experiment`` cannot detach from Docker jobs, hence the scheduler objects.
+- **skypilot, dgxcloud, lepton**: a ``nemo_run.Experiment`` with the one task,
+  ``run(detach=...)``. These need a cloud account; what is verified here is the
+  request they would send (docs/execution.md, "Other executors").
+
+Every job runs ``bash /nemo_run/nemotron-job.sh``: it sources and deletes the
+secrets file (Docker, SkyPilot), runs the startup commands, changes to the code
+dir and execs the recipe (python, torchrun or ``run.cmd``). Values in it are
+shell-quoted; ``startup_commands`` and ``run.cmd`` are shell by design.
+
+Secrets: Docker and SkyPilot get them in a 0600 file in the job dir (which only
+the container or the VM sees; never in the container's environment, which
+``docker inspect`` shows). DGX Cloud and Lepton copy the job dir into a
+workload's command line, so a file is not private there: Lepton takes them
+from its own secret store (``secret_vars``), DGX Cloud jobs with secrets are
+refused with what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.errors import ExecutionError
+
+if TYPE_CHECKING:
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.packaging import PackagingPlan
+
+SEEN = "/nemo_run"  # where every one of these executors puts the job dir
+TASK_SCRIPT = "nemotron-job.sh"
+TRAIN_YAML = f"{SEEN}/train.yaml"
+RDZV_PORT = 29500
+
+#: (head node address, node rank) of a multi-node torchrun, as each platform exports them
+_RENDEZVOUS = {
+    "skypilot": ('$(echo "$SKYPILOT_NODE_IPS" | head -n1)', "$SKYPILOT_NODE_RANK"),
+    "dgxcloud": ("$MASTER_ADDR", "$RANK"),  # Kubeflow PyTorchJob
+    "lepton": ("$MASTER_ADDR", "$NODE_RANK"),  # leptonai's lepton_env_to_pytorch.sh
+}
+
+
+@dataclass
+class BackendJob:
+    """A job prepared for one of nemo-run's other executors (nothing written yet)."""
+
+    kind: str
+    name: str
+    mode: str
+    fields: dict[str, Any]
+    executor: Any
+    files: dict[str, str]
+    secrets: dict[str, str]
+    base_dir: Path
+    exp_id: str
+    image: str | None
+    profile_secrets: list[str] = field(default_factory=list)
+
+    @property
+    def exp_dir(self) -> Path:
+        """nemo-run's experiment dir: ``<base>/experiments/<name>/<exp id>``."""
+        return self.base_dir / "experiments" / self.name / self.exp_id
+
+    @property
+    def job_dir(self) -> Path:
+        """The task's dir (mounted at ``/nemo_run``)."""
+        return self.exp_dir / self.name
+
+
+def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) -> BackendJob:
+    """Build the executor, job script and secrets of ``job`` (see the module docstring)."""
+    from nemo_runspec.env.resources import torchrun_processes
+    from nemo_runspec.execution.backends import build_executor, executor_fields
+    from nemo_runspec.execution.env_vars import code_env, split_env_vars
+    from nemo_runspec.execution.settings import container_image, job_slug, resolve_resources
+    from nemo_runspec.execution.tunnels import default_base_dir
+    from nemo_runspec.secrets import find_secret_values, secret_arguments
+
+    kind = job.executor
+    values = dict(job.run_env)
+    plain, secrets = split_env_vars(job.job_config, job.run_env, runspec=job.runspec,
+                                    wandb_section=job.sections.get("wandb"), registry=job.registry)
+    plain = {**plain, **code_env(plan)}
+    found = secret_arguments(job.passthrough)
+    if found:
+        raise ExecutionError("a script argument carries a secret, which would be written into the job's "
+                             "command line", hint="give it to the job as an env var in the profile's env_vars")
+    secrets = _deliverable_secrets(kind, secrets, values)
+    nodes, gpus = resolve_resources(values, job.runspec)
+    launch = job.launch
+    if kind == "docker" and nodes > 1:
+        raise ExecutionError(f"executor = 'docker' runs one container on this machine; nodes = {nodes}",
+                             key="nodes", hint="set nodes = 1, or use a Slurm, SkyPilot, DGX Cloud or Lepton profile")
+    if launch == "ray" and nodes > 1:
+        raise ExecutionError(f"a Ray recipe over {nodes} nodes runs on Slurm here (our Ray template); "
+                             f"executor = {kind!r} starts it on one node", key="nodes", hint="set nodes = 1")
+    nproc = int(torchrun_processes(values, gpus)) if launch == "torchrun" else 1
+    image = container_image(values, job.runspec)
+    fields = executor_fields(kind, values, nodes=nodes, gpus=gpus, nproc=nproc, image=image, env_vars=plain)
+    executor = build_executor(kind, fields, packager=packager)
+    name = job_slug(job.name)
+    files = dict(job.files())
+    script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
+    files.update(job_script(job, kind=kind, script=script, nodes=nodes, nproc=nproc,
+                            has_secrets=bool(secrets)))
+    return BackendJob(kind=kind, name=name, mode=job.mode, fields=fields, executor=executor, files=files,
+                      secrets=secrets, base_dir=default_base_dir(values), exp_id=f"{name}_{time.time_ns()}",
+                      image=image, profile_secrets=[str(v) for v in find_secret_values(values)])
+
+
+def _deliverable_secrets(kind: str, secrets: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
+    """The secrets that go into the job's 0600 file (see the module docstring for each executor)."""
+    if not secrets or kind in ("docker", "skypilot"):
+        return secrets
+    if kind == "lepton":
+        missing = sorted(set(secrets) - set(values.get("secret_vars") or {}))
+        if missing:
+            raise ExecutionError(
+                f"the job needs the secret(s) {', '.join(missing)}, which Lepton jobs take from the "
+                "workspace's secret store", key="secret_vars",
+                hint=f"store each in Lepton and name it: secret_vars = {{ {missing[0]} = \"<lepton secret name>\" }}")
+        return {}  # Lepton injects them (secret_vars)
+    raise ExecutionError(
+        f"the job needs the secret(s) {', '.join(sorted(secrets))}; executor = 'dgxcloud' would copy them "
+        "into a workload's command line (its data mover) or request", key="env_vars",
+        hint="provide them inside the image or on the PVC yourself, or use a Docker, SkyPilot, Lepton or Slurm profile")
+
+
+def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: int,
+               has_secrets: bool) -> dict[str, str]:
+    """``nemotron-job.sh`` (and ``runspec_setup.sh`` for a runspec ``setup``): name -> text."""
+    from nemo_runspec.execution import runspec_cmd as rc
+    from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
+
+    runspec = job.runspec
+    script = script if os.path.isabs(script) else f"{SEEN}/code/{script}"
+    args = [*job.passthrough]
+    values = {"script": script, "config": TRAIN_YAML, "args": args, "job_dir": SEEN}
+    if job.launch == "torchrun":
+        if nodes > 1:
+            head, rank = _RENDEZVOUS[kind]
+            where = (f'--nnodes {int(nodes)} --rdzv-backend c10d --rdzv-endpoint "{head}:{RDZV_PORT}" '
+                     f'--node-rank "{rank}"')
+        else:
+            where = "--standalone --nnodes 1"
+        command = f"torchrun {where} --nproc-per-node {int(nproc)} {rc.torchrun_tail(runspec, **values)}"
+    elif getattr(runspec.run, "cmd", None):
+        command = rc.script_command(runspec, python="python", **values)
+    else:
+        command = '"$PYTHON" ' + shlex.join([script, "--config", TRAIN_YAML, *args])
+    lines = ["#!/bin/bash", f"# Generated by nemotron for {job.name} (executor = {kind}).", "set -e"]
+    if has_secrets:
+        path = shlex.quote(f"{SEEN}/{SECRET_FILE_NAME}")
+        lines.append(f"set +x; set -a; . {path}; set +a; rm -f {path}")
+    lines += [str(c) for c in job.run_env.get("startup_commands") or []]
+    lines.append(f"cd {shlex.quote(f'{SEEN}/code')} 2>/dev/null || cd {shlex.quote(SEEN)}")
+    lines.append('PYTHON=$(command -v python || command -v python3)')
+    out: dict[str, str] = {}
+    setup = runspec.run.setup_script
+    if setup:
+        out[rc.SETUP_FILE] = rc.setup_text(setup)
+    launch = rc.launch_text(command, setup_path=f"{SEEN}/{rc.SETUP_FILE}" if setup else None,
+                            workdir=runspec.run.workdir)
+    out[TASK_SCRIPT] = "\n".join(lines) + "\n" + launch.split("\n", 2)[2]
+    return out
+
+
+def show(job: CompiledJob, prepared: BackendJob) -> int:
+    """The dry run: the job, the executor's fields (secrets redacted) and the job script; returns 0."""
+    from nemo_runspec.cli.display import display_dry_run, to_yaml
+    from nemo_runspec.config.resolvers import describe_references
+    from nemo_runspec.secrets import redact, redact_text
+
+    cls = type(prepared.executor).__name__
+    fields = redact(prepared.fields, extra_values=prepared.profile_secrets)
+    scripts = {f"nemo-run {cls} (fields)": to_yaml(fields)}
+    for name, text in prepared.files.items():
+        if name.endswith(".sh"):
+            scripts[f"{SEEN}/{name}"] = redact_text(text, prepared.profile_secrets)
+    if prepared.secrets:
+        scripts[f"{SEEN}/.nemotron-secrets.env (mode 0600, deleted when the job starts)"] = \
+            "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
+    display_dry_run(job.job_config, job.train_config, env_profile=job.profile, scripts=scripts,
+                    artifacts=describe_references(job.job_config, registry=job.registry))
+    return 0
+
+
+def write_job_dir(prepared: BackendJob) -> None:
+    """Write the job files (and the 0600 secrets file) into the job dir."""
+    from nemo_runspec.execution.secret_file import SECRET_FILE_NAME, write_secret_file
+
+    prepared.job_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in prepared.files.items():
+        (prepared.job_dir / name).write_text(text)
+    if prepared.secrets:
+        write_secret_file(prepared.job_dir / SECRET_FILE_NAME, prepared.secrets)
+
+
+def submit(prepared: BackendJob) -> int:
+    """Start the job (see the module docstring); returns the exit code to exit with."""
+    if prepared.kind == "docker":
+        from nemo_runspec.execution.docker_job import submit_docker
+
+        return submit_docker(prepared)
+    return _submit_experiment(prepared)
+
+
+def _submit_experiment(prepared: BackendJob) -> int:
+    import nemo_run as run
+
+    attached = prepared.mode != "batch"
+    with run.Experiment(prepared.name, id=prepared.exp_id, base_dir=str(prepared.base_dir),
+                        log_level="WARN") as exp:
+        exp.add(run.Script(path=f"{SEEN}/{TASK_SCRIPT}", entrypoint="bash"), executor=prepared.executor,
+                name=prepared.name)
+        _fix_remote_job_dir(prepared)
+        write_job_dir(prepared)
+        exp.run(detach=not attached, tail_logs=attached)
+        state = str(getattr(exp.jobs[0], "state", "")).rsplit(".", 1)[-1]
+    print(f"{prepared.kind} job {prepared.name}: {state or 'submitted'}; job dir {prepared.job_dir}",
+          file=sys.stderr)
+    return 0 if not attached or state == "SUCCEEDED" else 1
+
+
+def _fix_remote_job_dir(prepared: BackendJob) -> None:
+    """DGX Cloud and Lepton place the job dir on their storage relative to nemo-run's home;
+    ours is under ``$NEMOTRON_HOME/jobs``: the same relative layout under the remote dir."""
+    rel = os.path.relpath(prepared.job_dir, prepared.base_dir)
+    executor = prepared.executor
+    if prepared.kind == "dgxcloud":
+        executor.pvc_job_dir = os.path.join(executor.pvc_nemo_run_dir, rel)
+    elif prepared.kind == "lepton":
+        executor.lepton_job_dir = os.path.join(executor.nemo_run_dir, rel)
+
+
+def run_job(job: CompiledJob) -> int:
+    """Package, prepare and show or start ``job`` (the body recipe commands call for these executors)."""
+    from nemo_runspec import packaging
+
+    prepared = prepare(job, *packaging.build_packager(job))
+    return show(job, prepared) if job.dry_run else submit(prepared)
