@@ -51,8 +51,12 @@ def _field(art: Mapping[str, Any], field: str) -> Any:
                                     key=field, hint="available: " + ", ".join(art.get("metadata", {})))
             cur = cur[part]
         return cur
+    metadata = art.get("metadata") or {}
+    if field in metadata:  # ${art:data,pack_size}: the reference's bare metadata key
+        return metadata[field]
     raise ArtifactError(f"unknown artifact field {field!r}", key=field,
-                        hint="use path, version, name, ref or metadata.<key>")
+                        hint="use path, version, name, ref or metadata.<key>; metadata here: "
+                             + (", ".join(sorted(metadata)) or "none"))
 
 
 def reference_for(key: str, root: Any) -> str:

@@ -404,6 +404,11 @@ def _sft(plan: Plan, on_shard_done: Callable[[Shard, dict], None] | None, stream
         "pack_size": pack_size,
         # Megatron-Bridge's PackedSequenceSpecs; paths relative to the output dir (the artifact path)
         "packed_sequence_specs": specs,
+        # the same files by absolute path, as the reference's configs read them
+        # (${art:data,training_path}, ${art:data,validation_path}, ${art:data,metadata_path})
+        "training_path": str(plan.out_dir / specs["packed_train_data_path"]),
+        "validation_path": str(plan.out_dir / specs["packed_val_data_path"]),
+        "metadata_path": str(plan.out_dir / specs["packed_metadata_path"]),
         "tokenizer": tok.spec,
         "config_hash": metadata["config_hash"],
     }

@@ -309,3 +309,68 @@ def test_upstream_config_real_local_run_on_the_cpu_fallback(sandbox, tmp_path):
     assert OmegaConf.select(train, "logger.wandb_project") == "ref-project"
     assert OmegaConf.select(train, "logger.wandb_entity") == "ref-team"
     assert train.run.env.container_image == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
+
+
+# The reference's two nano3 SFT layouts: FinetuningDatasetConfig with explicit packed
+# paths from the data artifact (its tiny.yaml), and nano3_packed_sft_dir (its default.yaml).
+UPSTREAM_SFT = {
+    "explicit": """
+run:
+  data: nano3-sft-data-tiny:latest
+  env:
+    container: nvcr.io/nvidia/nemo:25.11.nemotron_3_nano
+recipe:
+  _target_: megatron.bridge.recipes.qwen.qwen3.qwen3_8b_finetune_config
+  packed_sequence: true
+dataset:
+  _target_: megatron.bridge.training.config.FinetuningDatasetConfig
+  dataset_root: ${art:data,path}
+  seq_length: ${art:data,pack_size}
+  packed_sequence_specs:
+    _target_: megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs
+    packed_sequence_size: ${art:data,pack_size}
+    packed_train_data_path: ${art:data,training_path}
+    packed_val_data_path: ${art:data,validation_path}
+    packed_metadata_path: ${art:data,metadata_path}
+train:
+  train_iters: 1700
+checkpoint:
+  save: /nemo_run/sft
+  save_interval: 20
+""",
+    "packed_dir": """
+run:
+  data: nano3-sft-data-tiny:latest
+recipe:
+  _target_: megatron.bridge.recipes.nemotronh.nemotron_3_nano.nemotron_3_nano_finetune_config
+dataset:
+  nano3_packed_sft_dir: ${art:data,path}
+  seq_length: ${art:data,pack_size}
+train:
+  train_iters: 1700
+checkpoint:
+  save: /nemo_run/sft
+""",
+}
+
+
+@pytest.mark.parametrize("layout", list(UPSTREAM_SFT))
+def test_upstream_sft_config_runs_on_the_cpu_fallback(sandbox, layout):
+    import torch  # noqa: F401 - in the test extra: never skipped
+
+    prep = nemotron(sandbox, "nano3", "data", "prep", "sft", "-c", "tiny", timeout=300)
+    assert prep.returncode == 0, prep.stderr[-2000:]
+    (sandbox["cwd"] / "upstream_sft.yaml").write_text(UPSTREAM_SFT[layout])
+    for mode in ((), ("--batch", "cluster")):
+        (sandbox["cwd"] / "env.toml").write_text(ENV_WITH_WANDB)
+        dry = nemotron(sandbox, "nano3", "sft", "-c", "upstream_sft.yaml", "--dry-run", *mode)
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        assert "Traceback" not in dry.stderr
+    proc = nemotron(sandbox, "nano3", "sft", "-c", "upstream_sft.yaml", "+fallback.max_steps=2",
+                    "+fallback.log_interval=1", "+fallback.eval_interval=0", timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"final loss [\d.]+ \| steps 2 ", proc.stdout), proc.stdout[-2000:]
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert not any("'dataset." in w for w in warnings), warnings  # read, not ignored
+    if layout == "explicit":
+        assert any("'recipe.packed_sequence'" in w for w in warnings), warnings  # no meaning here: named
