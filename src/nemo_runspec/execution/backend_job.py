@@ -115,7 +115,13 @@ def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) 
     nproc = int(torchrun_processes(values, gpus)) if launch == "torchrun" else 1
     image = container_image(values, job.runspec)
     fields = executor_fields(kind, values, nodes=nodes, gpus=gpus, nproc=nproc, image=image, env_vars=plain)
-    executor = build_executor(kind, fields, packager=packager)
+    try:
+        executor = build_executor(kind, fields, packager=packager)
+    except ExecutionError:
+        if not job.dry_run:
+            raise
+        # a dry run is offline and shows the fields; only submission needs SkyPilot itself
+        executor = None
     name = job_slug(job.name)
     files = dict(job.files())
     script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
@@ -187,9 +193,11 @@ def show(job: CompiledJob, prepared: BackendJob) -> int:
     """The dry run: the job, the executor's fields (secrets redacted) and the job script; returns 0."""
     from nemo_runspec.cli.display import display_dry_run, to_yaml
     from nemo_runspec.config.resolvers import describe_references
+    from nemo_runspec.execution.backends import CLASSES
     from nemo_runspec.secrets import redact, redact_text
 
-    cls = type(prepared.executor).__name__
+    cls = type(prepared.executor).__name__ if prepared.executor is not None else \
+        f"{CLASSES[prepared.kind][1]}, not built here: its package is not installed"
     fields = redact(prepared.fields, extra_values=prepared.profile_secrets)
     scripts = {f"nemo-run {cls} (fields)": to_yaml(fields)}
     for name, text in prepared.files.items():

@@ -155,3 +155,31 @@ def test_lepton_job_spec(monkeypatch) -> None:
     assert spec.mounts[0].from_ == "node-nfs:x" and spec.mounts[0].mount_path == "/shared"
     assert [e.name for e in spec.envs] == ["A", "HF_TOKEN"] and spec.envs[1].value_from.secret_name_ref == "hf"
     assert spec.queue_config.priority_class == "mid-4000" and spec.reservation_config.reservation_id == "res"
+
+
+def test_a_skypilot_dry_run_shows_the_fields_without_skypilot(tmp_path) -> None:
+    """--dry-run is offline and needs nothing installed: the fields SkyPilot would get and the
+    job script; submitting says what to install."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    nemotron = Path(sys.executable).with_name("nemotron")
+    (tmp_path / "env.toml").write_text('[sky]\nexecutor = "skypilot"\ncontainer_image = "img:1"\n'
+                                       'cloud = "kubernetes"\nenv_vars = { HF_TOKEN = "skySECRET0123456789" }\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(tmp_path / "env.toml"), COLUMNS="200")
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(nemotron), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--batch", "sky",
+                               *extra], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL)
+
+    dry = run("--dry-run")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "SkypilotExecutor" in dry.stdout and "cloud: kubernetes" in dry.stdout and "#!/bin/bash" in dry.stdout
+    assert "skySECRET0123456789" not in dry.stdout + dry.stderr
+    assert not (tmp_path / "home" / "jobs").exists()
+    submit = run()
+    assert submit.returncode == 1 and "needs SkyPilot, which is not installed" in submit.stderr
