@@ -516,6 +516,12 @@ ensure_containers() {
     say "containers: off (NEMOTRON_CONTAINERS=off)"; return 0
   fi
   if [ ! -f "$setup" ]; then
+    if [ -f "$CONTAINER_IMAGE_FILE" ] && [ -f /etc/slurm/plugstack.conf.d/pyxis.conf ] \
+        && [ -f "$(cat "$CONTAINER_IMAGE_FILE")" ]; then
+      # set up earlier (from a checkout beside the kit): it is still there, keep using it
+      say "containers: pyxis + enroot from an earlier set-up, test image $(cat "$CONTAINER_IMAGE_FILE") (kit not found at $setup)"
+      return 0
+    fi
     rm -f "$CONTAINER_IMAGE_FILE"
     # Not fatal: the cluster works without containers; the container tests then
     # skip (or fail under CI=true, through their fixture) with this same advice.

@@ -136,7 +136,7 @@ def test_before_slurm_has_the_job_nothing_is_left(sandbox, sig):
     jobs = sandbox["home"] / "jobs"
     assert not jobs.exists() or not [p for p in jobs.rglob("*") if p.is_file()], list(jobs.rglob("*"))
     assert secrets_files(sandbox["home"]) == []
-    assert set(our_jobs()) == before
+    assert set(our_jobs()) <= before  # nothing new (an earlier test's job may still be leaving)
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
@@ -208,4 +208,4 @@ def test_during_the_upload_over_ssh_nothing_is_left_here_or_there(sandbox, sig, 
     assert leftovers == [], leftovers  # the experiment dir on the cluster is gone too
     jobs = sandbox["home"] / "jobs"
     assert not jobs.exists() or not [p for p in jobs.rglob("*") if p.is_file()]
-    assert set(our_jobs()) == before
+    assert set(our_jobs()) <= before  # nothing new (an earlier test's job may still be leaving)

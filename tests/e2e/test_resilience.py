@@ -258,6 +258,14 @@ def test_jobs_list_over_50_jobs_is_one_accounting_call_and_unknown_is_unknown(tm
     """51 recorded jobs (50 real ones, one accounting never had): one sacct, at most one squeue."""
     ids = [slurm_cluster.sbatch("--wrap", "true", "-o", "/dev/null", "-t", "1") for _ in range(50)]
     gone = "2147000000"  # no such job in the queue or in accounting
+    # readiness, not a sleep: slurmdbd records new jobs a moment after sbatch returns, and a
+    # job that already ended is in neither squeue nor (yet) sacct until then
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        known = _run(["sacct", "-n", "-X", "-P", "-o", "JobID", "-j", ",".join(ids)]).stdout.split()
+        if set(ids) <= set(known):
+            break
+        time.sleep(0.5)
     home, shims, calls = tmp_path / "home", tmp_path / "bin", tmp_path / "calls"
     (home / "jobs").mkdir(parents=True)
     shims.mkdir()
