@@ -168,8 +168,19 @@ nemotron_attempt_end() {  # $1: srun's exit code. Record why the attempt ended; 
   echo "nemotron: attempt $NR_ATTEMPT ended: $reason"
   if $requeue; then
     $by_slurm || scontrol requeue "$SLURM_JOB_ID"
-    [ -n "$(_nr_excluded)" ] && scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$(_nr_excluded)"
-    scontrol update jobid="$SLURM_JOB_ID" StartTime=now
+    # Slurm takes updates of a job only once the requeue has made it pending again, a
+    # moment after `scontrol requeue` returns (the TERM it sends meanwhile is trapped):
+    # try for up to 10 s, or the next attempt could land on the node just excluded.
+    local tries
+    for tries in $(seq 40); do
+      if [ -n "$(_nr_excluded)" ]; then
+        scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$(_nr_excluded)" 2>/dev/null && break
+      else
+        break
+      fi
+      sleep 0.25
+    done
+    scontrol update jobid="$SLURM_JOB_ID" StartTime=now 2>/dev/null || true
     echo "nemotron: requeued job $SLURM_JOB_ID for attempt $((NR_ATTEMPT + 1)) (excluding: $(_nr_excluded || echo none))"
     return 0
   fi
