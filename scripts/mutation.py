@@ -39,9 +39,14 @@ WORK = ROOT / ".mutmut"
 RESULTS = ROOT / "bench" / "results" / "mutation.json"
 EQUIVALENTS = ROOT / "docs" / "dev" / "mutation-equivalents.toml"
 
-# mutmut's exit codes (mutmut.stats.status_by_exit_code).
+# mutmut's exit codes (mutmut.stats.status_by_exit_code), with its status names made
+# identifiers. A mutant whose tests were stopped at the CPU limit (SIGXCPU: -24, 24, 152,
+# 255) is a timeout, i.e. detected; a crash of the test process (-11, -9) is detected too.
 _STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no_tests", 33: "no_tests",
-           34: "skipped", 36: "timeout", 37: "killed", 2: "interrupted", None: "not_checked"}
+           34: "skipped", 35: "suspicious", 36: "timeout", 37: "killed", 2: "interrupted",
+           None: "not_checked", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout",
+           -11: "segfault", -9: "segfault"}
+_DETECTED = ("killed", "timeout", "segfault")
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ MODULES: dict[str, Module] = {
         ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py"),
         # Not test_runspec_property.py: Hypothesis shrinks every failure it finds, which
         # takes seconds per killed mutant; the deterministic tests must state the rules.
-        ("tests/nemo_runspec/test_runspec_parser.py", "tests/nemo_runspec/test_runspec_mutants.py"),
+        ("tests/nemo_runspec/test_runspec_parser.py", "tests/nemo_runspec/test_runspec_mutants.py",
+         "tests/nemo_runspec/test_runspec_errors_mutants.py"),
     ),
     "env": Module(
         ("src/nemo_runspec/env/file.py", "src/nemo_runspec/env/profile.py"),
@@ -73,7 +79,7 @@ MODULES: dict[str, Module] = {
          "tests/nemo_runspec/test_secrets_mutants.py"),
     ),
     "sbatch": Module(
-        ("src/nemo_runspec/slurm/render.py",),
+        ("src/nemo_runspec/slurm/render.py", "src/nemo_runspec/script_values.py"),
         ("tests/nemo_runspec/slurm/test_render.py", "tests/nemo_runspec/slurm/test_script_values.py",
          "tests/nemo_runspec/slurm/test_render_mutants.py"),
     ),
@@ -84,7 +90,8 @@ MODULES: dict[str, Module] = {
          "tests/nemo_runspec/artifacts/test_registry_atomicity.py",
          "tests/nemo_runspec/artifacts/test_registry_corrupt.py",
          "tests/nemo_runspec/artifacts/test_backend_contract.py",
-         "tests/nemo_runspec/artifacts/test_registry_mutants.py"),
+         "tests/nemo_runspec/artifacts/test_registry_mutants.py",
+         "tests/nemo_runspec/artifacts/test_registry_contract_mutants.py"),
     ),
     "sharding": Module(
         ("src/nemotron/data_prep/sharding.py",),
@@ -144,6 +151,9 @@ def _prepare(name: str, module: Module, deselect: list[str]) -> Path:
             "pytest_add_cli_args": ["-p", "no:cacheprovider", "-W", "ignore", "-q",
                                     *(f"--deselect={d}" for d in deselect)],
             "use_git_change_detection": False,
+            # A mutant that loops is stopped after (test time + 1 s) * 4 * 2 CPU seconds
+            # (mutmut's default multiplier, 15, lets one such mutant hold a core for minutes).
+            "timeout_multiplier": 4.0,
             "also_copy": list(_ALSO_COPY),
         },
     }}
@@ -242,13 +252,13 @@ def main() -> int:
         counts: dict[str, int] = {}
         for status in statuses.values():
             counts[status] = counts.get(status, 0) + 1
-        not_killed = sorted(k for k, s in statuses.items() if s not in ("killed", "timeout"))
+        not_killed = sorted(k for k, s in statuses.items() if s not in _DETECTED)
         equivalent = [k for k in not_killed if k in equivalents]
         unexplained = [k for k in not_killed if k not in equivalents]
         if rc == 0 and not args.report:
             _write_survivor_diffs(work, not_killed)
         total = len(statuses)
-        killed = counts.get("killed", 0) + counts.get("timeout", 0)
+        killed = sum(counts.get(s, 0) for s in _DETECTED)
         denominator = total - len(equivalent)
         entry = {
             "command": f".venv/bin/python scripts/mutation.py {name}",

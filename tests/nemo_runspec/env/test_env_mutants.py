@@ -3,12 +3,17 @@ unstated (docs/dev/mutation.md)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nemo_runspec import env as envmod
+from nemo_runspec.env.discovery import CREATE_HINT
 from nemo_runspec.env.file import load_env_file
+from nemo_runspec.env.profile import partition_for
+from nemo_runspec.errors import EnvFileError
 
 CHAIN = """\
 [base]
@@ -144,3 +149,290 @@ def test_a_bom_is_ignored_and_sections_are_split_from_profiles(tmp_path: Path) -
     assert ef.keys() == ["dev", "wandb"] and "wandb" in ef and "cli" not in ef
     assert ef["cli"] == {} and ef.get("nope", 3) == 3
     assert ef.line_of("dev", "executor") == 5 and ef.line_of("dev", "nope", "deeper") == 4
+
+
+# ------------------------------------------------------------------ every error checked whole
+
+
+def _err(call: Any) -> EnvFileError:
+    with pytest.raises(EnvFileError) as info:
+        call()
+    return info.value
+
+
+def _whole(err: EnvFileError) -> tuple[str, str | None, int | None, str | None, str | None]:
+    return err.problem, err.path, err.line, err.key, err.hint
+
+
+def test_missing_and_unreadable_env_files(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    assert _whole(_err(lambda: load_env_file(missing))) == (
+        f"env file {str(missing)!r} does not exist", str(missing), None, None, CREATE_HINT)
+    assert _whole(_err(lambda: load_env_file(tmp_path))) == (
+        "is a directory, not an env.toml file", str(tmp_path), None, None, None)
+    fifo_parent = tmp_path / "f"
+    fifo_parent.write_text("")
+    notdir = fifo_parent / "env.toml"  # a path under a file: NotADirectoryError, an OSError
+    assert _whole(_err(lambda: load_env_file(notdir))) == (
+        "cannot read env file: Not a directory", str(notdir), None, None, None)
+
+
+@pytest.mark.parametrize(("raw", "problem", "line"), [
+    (b'[p]\nexecutor = "slurm"\nx = "a\n', "invalid TOML: Illegal character '\\n' (column 7)", 3),
+    (b'[p]\nexecutor = "slurm"\nx = [\n', "invalid TOML: Invalid value (at end of file)", 4),
+    (b'\n[p]\nx = "\xff"\n', "not UTF-8 text (invalid start byte)", 3),
+    (b'\xff[p]\n', "not UTF-8 text (invalid start byte)", 1),
+    (b'name = 1\n[p]\n', "key 'name' is outside any table; env.toml holds only [profile] tables "
+                         "and the sections [wandb], [cli], [cache], [artifacts]", 1),
+])
+def test_file_errors_whole(tmp_path: Path, raw: bytes, problem: str, line: int) -> None:
+    path = tmp_path / "env.toml"
+    path.write_bytes(raw)
+    err = _err(lambda: load_env_file(path))
+    assert (err.problem, err.path, err.line) == (problem, str(path), line)
+    if problem.startswith("key 'name'"):
+        assert err.key == "name"
+
+
+def test_values_nested_too_deeply(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text("[p]\nx = 1\ny = " + "[" * 3000 + "]" * 3000 + "\n")
+    assert _whole(_err(lambda: load_env_file(path))) == (
+        "invalid TOML: values nested too deeply", str(path), 3, None,
+        "an env.toml value needs a few levels of nesting at most")
+
+
+def test_the_env_file_is_discovered_when_not_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[dev]\nexecutor = "local"\n')
+    monkeypatch.setenv("NEMOTRON_ENV_FILE", str(path))
+    assert load_env_file().path == path
+    assert envmod.load_env_profile("dev").path == path
+    monkeypatch.delenv("NEMOTRON_ENV_FILE")
+    monkeypatch.chdir(tmp_path / "..")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / ".git").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    assert _err(load_env_file).problem.startswith("no env.toml was found; looked in ")
+    assert _err(lambda: envmod.load_env_profile("dev")).problem.startswith(
+        "profile 'dev' was requested but no env.toml was found")
+
+
+def test_extends_errors_whole(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+
+    def load(text: str, name: str = "q") -> EnvFileError:
+        path.write_text(text)
+        return _err(lambda: envmod.load_env_profile(name, path))
+
+    assert _whole(load('[p]\nexecutor="slurm"\n[q]\nextends = 3\n')) == (
+        "key 'extends' in [q] must be a string (a profile name), got integer 3", str(path), 4, "extends", None)
+    assert _whole(load('[p]\nexecutor="slurm"\n[wandb]\nproject="x"\n[q]\nextends = "wandb"\n')) == (
+        "[q] extends [wandb], which is a special section, not a profile", str(path), 6, "extends",
+        "valid: p, q")
+    assert _whole(load('[pp]\nexecutor="slurm"\n[q]\nextends = "p"\n')) == (
+        "[q] extends unknown profile 'p'", str(path), 4, "extends", "did you mean 'pp'?; valid: pp, q")
+    assert _whole(load('[p]\nextends="q"\n[q]\nextends = "p"\n')) == (
+        "extends cycle: q -> p -> q", str(path), 2, "extends", None)
+
+
+def test_unknown_profile_errors_whole(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[wandb]\nproject="x"\n')
+    assert _whole(_err(lambda: envmod.load_env_profile("wandb", path))) == (
+        "[wandb] is a special section, not an execution profile", str(path), 1, None,
+        "the file defines no profiles")
+    assert _whole(_err(lambda: envmod.load_env_profile("dev", path))) == (
+        "unknown profile 'dev': the file defines no profiles", str(path), None, None, None)
+    path.write_text('[dev]\nexecutor="local"\n[wandb]\nproject="x"\n')
+    assert _whole(_err(lambda: envmod.load_env_profile("wandb", path))) == (
+        "[wandb] is a special section, not an execution profile", str(path), 3, None, "valid: dev")
+    assert _whole(_err(lambda: envmod.load_env_profile("dve", path))) == (
+        "unknown profile 'dve'", str(path), None, None, "did you mean 'dev'?; valid: dev")
+
+
+def test_an_empty_variable_name_names_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[p]\nexecutor = "slurm"\naccount = "${oc.env:}"\n')
+    err = _err(lambda: envmod.load_env_profile("p", path))
+    assert (err.path, err.line, err.key) == (str(path), 3, "account")
+
+
+@pytest.mark.parametrize(("default", "value"), [("''", ""), ('""', ""), ("'a'", "a"), ("XaX", "XaX"),
+                                                ("'a\"", "'a\"")])
+def test_oc_env_default_quotes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default: str, value: str) -> None:
+    monkeypatch.delenv("NEMO_T_UNSET", raising=False)
+    path = tmp_path / "env.toml"
+    text = json.dumps(f"${{oc.env:NEMO_T_UNSET,{default}}}")  # a TOML basic string
+    path.write_text(f'[p]\nexecutor = "local"\nenv_vars = {{ X = {text} }}\n')
+    assert envmod.load_env_profile("p", path).values["env_vars"] == {"X": value}
+
+
+def test_a_note_about_a_merged_value_cites_the_layer_that_set_it(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[base]\nexecutor="local"\npackager="hybrid"\n[dev]\nextends="base"\n')
+    prof = envmod.load_env_profile("dev", path)
+    (note,) = prof.notes
+    assert (note.path, note.line) == (str(path), 3)
+    assert str(note).startswith(f'{path}:3: [dev] packager = "hybrid" names no sub-packagers')
+    assert str(note).endswith('to choose them add e.g. [dev.packagers.code] packager = "git"')
+    assert "packager" not in prof.values and "packager" not in prof.sources
+
+
+def test_a_source_outside_the_cwd_is_labelled_with_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert envmod.Source("dev", str(tmp_path / "env.toml"), 3).label == f"{tmp_path / 'env.toml'}:3 [dev]"
+    assert envmod.Source("dev", str(tmp_path / "cwd" / "env.toml"), 3).label == "env.toml:3 [dev]"
+
+
+def test_an_env_file_reads_like_the_reference_dict(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[dev]\nexecutor = "local"\n[wandb]\nproject = "p"\n')
+    ef = load_env_file(path)
+    assert list(ef) == ["dev", "wandb"] and ef.keys() == ["dev", "wandb"]
+    assert ef.items() == [("dev", {"executor": "local"}), ("wandb", {"project": "p"})]
+    assert ef.get("dev") == {"executor": "local"} and ef.get("nope", 5) == 5
+    assert ef["cli"] == {} and "cli" not in ef
+    with pytest.raises(KeyError) as info:
+        ef["nope"]
+    assert info.value.args == ("nope",)
+
+
+# ------------------------------------------------------------------ the resolved profile
+
+
+def _profile(tmp_path: Path, text: str, name: str = "dev") -> envmod.EnvProfile:
+    path = tmp_path / "env.toml"
+    path.write_text(text)
+    return envmod.load_env_profile(name, path)
+
+
+def test_a_synonym_is_noted_and_cited_by_the_users_spelling(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\ncontainer="img"\n'
+                              '[dev.env_vars]\n\nA = "1"\n')
+    path = str(tmp_path / "env.toml")
+    (note,) = prof.notes
+    assert str(note) == f"{path}:4: [dev] container is read as container_image (the reference's synonym)"
+    assert (prof.name, prof.path, prof.chain) == ("dev", tmp_path / "env.toml", ["dev"])
+    assert prof.sources["container_image"] == envmod.Source("dev", path, 4)
+    assert prof.sources["env_vars"] == envmod.Source("dev", path, 5)
+    assert prof.sources["env_vars.A"] == envmod.Source("dev", path, 7)
+
+
+def test_an_invalid_synonym_value_is_named_as_written(tmp_path: Path) -> None:
+    err = _err(lambda: _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\ncontainer="bad img"\n'))
+    assert err.problem.startswith("key 'container' in [dev]: 'bad img' cannot be used in the batch script")
+    assert (err.path, err.line, err.key) == (str(tmp_path / "env.toml"), 4, "container")
+
+
+def test_nproc_per_node_disagreeing_with_gpus_per_node(tmp_path: Path) -> None:
+    err = _err(lambda: _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\nnproc_per_node=2\n'
+                                          'gpus_per_node=4\n'))
+    assert _whole(err) == (
+        "[dev] sets nproc_per_node = 2 and gpus_per_node = 4; nproc_per_node is an alias of "
+        "gpus_per_node, so they must agree", str(tmp_path / "env.toml"), 4, "nproc_per_node",
+        "keep only gpus_per_node")
+
+
+def test_a_merged_profile_is_validated_with_its_lines(tmp_path: Path) -> None:
+    err = _err(lambda: _profile(tmp_path, '# c\n[dev]\nexecutor="slurm"\ntunnel="ssh"\n'))
+    assert err.problem == '[dev]: tunnel = "ssh" requires host (the login node to submit from)'
+    assert (err.path, err.line) == (str(tmp_path / "env.toml"), 4)
+
+
+def test_sources_of_dropped_keys_go_and_the_others_stay(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="local"\npackager="hybrid"\n')
+    assert sorted(prof.sources) == ["executor"]
+
+
+@pytest.mark.parametrize(("values", "mode", "partition"), [
+    ({"partition": "p", "run_partition": "r", "batch_partition": "b"}, "run", "r"),
+    ({"partition": "p", "run_partition": "r", "batch_partition": "b"}, "batch", "b"),
+    ({"partition": "p", "run_partition": "r", "batch_partition": "b"}, "other", "p"),
+    ({"partition": "p", "run_partition": ""}, "run", "p"),
+    ({"partition": "p"}, "batch", "p"),
+    ({"batch_partition": "b"}, "run", None),
+])
+def test_partition_for(values: dict[str, Any], mode: str, partition: str | None) -> None:
+    assert partition_for(values, mode) == partition
+    prof = envmod.EnvProfile(name="x", path=None, chain=["x"], values=values, sources={})
+    assert prof.partition_for(mode) == partition
+
+
+def test_a_profile_reads_like_the_reference_dict(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\n')
+    assert list(prof) == ["executor", "account"] and prof.keys() == ["executor", "account"]
+    assert prof.items() == [("executor", "slurm"), ("account", "a")]
+    assert prof["account"] == "a"
+    with pytest.raises(KeyError) as info:
+        prof["no_such_key"]
+    assert info.value.args == ("no_such_key",)
+
+
+def test_to_dict_and_redaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "hf_abcdefghijklmnop1234"
+    prof = _profile(tmp_path, f'[dev]\nexecutor="slurm"\nenv_vars={{HF_TOKEN="{secret}"}}\n'
+                              f'startup_commands=["echo {secret}"]\n')
+    monkeypatch.chdir(tmp_path)
+    plain = prof.to_dict()
+    assert plain == {
+        "name": "dev", "path": str(tmp_path / "env.toml"), "chain": ["dev"],
+        "values": {"executor": "slurm", "env_vars": {"HF_TOKEN": secret}, "startup_commands": [f"echo {secret}"]},
+        "sources": {"env_vars": "env.toml:3 [dev]", "env_vars.HF_TOKEN": "env.toml:3 [dev]",
+                    "executor": "env.toml:2 [dev]", "startup_commands": "env.toml:4 [dev]"},
+        "notes": [],
+    }
+    plain["values"]["env_vars"]["HF_TOKEN"] = "changed"
+    assert prof.values["env_vars"]["HF_TOKEN"] == secret  # a copy
+    # the value is masked wherever it appears, not only under its secret-looking name
+    assert prof.to_dict(redacted=True)["values"] == {
+        "executor": "slurm", "env_vars": {"HF_TOKEN": "***REDACTED***"},
+        "startup_commands": ["echo ***REDACTED***"]}
+    assert envmod.EnvProfile(name="x", path=None, chain=[], values={}, sources={}).to_dict()["path"] is None
+
+
+def test_notes_are_strings_in_to_dict(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\ncontainer="img"\n')
+    assert prof.to_dict()["notes"] == [str(prof.notes[0])]
+
+
+def test_parse_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace as NS
+
+    monkeypatch.delenv("NEMOTRON_ENV_FILE", raising=False)
+    (tmp_path / "proj" / ".git").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "proj")
+    path = tmp_path / "env.toml"
+    path.write_text('[dev]\nexecutor="local"\n')
+    assert envmod.parse_env(NS(profile=None, env_file=None)) is None
+    prof = envmod.parse_env(NS(profile="dev", env_file=str(path)))
+    assert (prof.name, prof.path, prof.values) == ("dev", path, {"executor": "local"})
+    err = _err(lambda: envmod.parse_env(NS(profile="dev", env_file=None)))
+    assert err.problem.startswith("profile 'dev' was requested but no env.toml was found")
+    # a named env file that is missing is an error even without a profile
+    assert _err(lambda: envmod.parse_env(NS(profile=None, env_file=str(tmp_path / "nope.toml")))).problem
+    monkeypatch.setenv("NEMOTRON_ENV_FILE", str(tmp_path / "nope.toml"))
+    assert _err(lambda: envmod.parse_env(NS(profile=None, env_file=None))).problem
+    monkeypatch.setenv("NEMOTRON_ENV_FILE", str(path))
+    assert envmod.parse_env(NS(profile="dev", env_file=None)).path == path
+    # the special sections are checked too: a typo there fails the command now
+    path.write_text('[dev]\nexecutor="local"\n[wandb]\nprojekt="x"\n')
+    err = _err(lambda: envmod.parse_env(NS(profile="dev", env_file=str(path))))
+    assert "projekt" in err.problem and err.line == 4
+
+
+def test_a_secret_value_without_a_credential_shape_is_masked_everywhere(tmp_path: Path) -> None:
+    """Found by its key (MY_PASSWORD), then masked wherever it appears."""
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\nenv_vars={MY_PASSWORD="plainvalue123"}\n'
+                              'startup_commands=["echo plainvalue123"]\n')
+    assert prof.redacted_values() == {
+        "executor": "slurm", "env_vars": {"MY_PASSWORD": "***REDACTED***"},
+        "startup_commands": ["echo ***REDACTED***"]}
+
+
+def test_a_near_miss_of_a_special_section_lists_the_profiles(tmp_path: Path) -> None:
+    path = tmp_path / "env.toml"
+    path.write_text('[wandbx]\nexecutor="local"\n[wandb]\nproject="x"\n[q]\nextends = "wandb"\n')
+    assert _err(lambda: envmod.load_env_profile("q", path)).hint == "did you mean 'wandbx'?; valid: q, wandbx"
+    assert _err(lambda: envmod.load_env_profile("wandb", path)).hint == "did you mean 'wandbx'?; valid: q, wandbx"
