@@ -15,7 +15,8 @@ from .helpers import profile
 
 pytestmark = [pytest.mark.slurm]
 
-run = pytest.importorskip("nemo_run")
+import nemo_run as run  # noqa: E402 - a required dependency: never skipped
+
 from nemo_runspec import parse  # noqa: E402
 from nemo_runspec.slurm import prepare_job, submit  # noqa: E402
 
