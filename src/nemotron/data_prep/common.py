@@ -34,13 +34,10 @@ if TYPE_CHECKING:
 
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A plain, resolved dict from a DictConfig or mapping (the ``run:`` section dropped)."""
-    try:
-        from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf  # a required dependency
 
-        if isinstance(cfg, DictConfig):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(cfg, DictConfig):
+        cfg = OmegaConf.to_container(cfg, resolve=True)
     data = json.loads(json.dumps(dict(cfg), default=str))
     data.pop("run", None)
     return data

@@ -330,5 +330,5 @@ def key_table() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # pragma: no cover
+if __name__ == "__main__":  # `python -m nemotron.data_prep.schema` (docs/data-prep.md)
     print(key_table())

@@ -154,10 +154,8 @@ def _decode_interpolated(data: dict[str, Any], raw: dict[str, Any], exc: Validat
 
 
 def _is_dictconfig(cfg: Any) -> bool:
-    try:
-        from omegaconf import DictConfig
-    except ImportError:  # pragma: no cover
-        return False
+    from omegaconf import DictConfig  # a required dependency
+
     return isinstance(cfg, DictConfig)
 
 

@@ -348,3 +348,12 @@ def test_data_prep_script_refuses_a_hand_edited_train_yaml(tmp_path) -> None:
     proc = subprocess.run([sys.executable, str(script), "--config", str(train), "num_shards=2", "sample=abc"],
                           cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     _assert_config_error(proc, "key 'sample'", "in override 'sample=abc'")
+
+
+def test_the_module_prints_the_key_table_the_docs_name():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "nemotron.data_prep.schema"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == key_table().strip()
