@@ -72,6 +72,30 @@ def import_wandb(key: str = "artifacts.backend") -> Any:
     return wandb
 
 
+def release_service(wandb: Any, wait: float = 5.0) -> None:
+    """End wandb's service process within ``wait`` seconds after the API gave up on it.
+
+    When ``wandb.Api()`` times out, wandb-core goes on retrying the request, and
+    wandb's own exit hook waits for it: the CLI would print its one-line error and
+    then hang at exit for many minutes (seen: over 15). So the service is torn down
+    here, and killed if it does not end in time. Nothing is done while a run is
+    active in this process: its data must not be cut off.
+    """
+    import threading
+
+    if getattr(wandb, "run", None) is not None:
+        return
+    setup = getattr(getattr(wandb, "sdk", None), "wandb_setup", None)
+    connection = getattr(getattr(setup, "_singleton", None), "_connection", None)
+    process = getattr(getattr(connection, "_proc", None), "_process", None)  # wandb 0.2x-0.31 layout
+    ender = threading.Thread(target=wandb.teardown, name="nemotron-wandb-teardown", daemon=True)
+    ender.start()
+    ender.join(wait)
+    if ender.is_alive() and process is not None:
+        process.kill()
+        ender.join(wait)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -129,6 +153,7 @@ class WandbBackend:
         try:
             return wandb.Api(timeout=self.api_timeout) if self.api_timeout else wandb.Api()
         except Exception as exc:  # noqa: BLE001 - no key, unreachable server: one line
+            release_service(wandb)
             raise ArtifactError(f"cannot use the W&B API: {_first_line(exc)}", key="artifacts.backend",
                                 hint=_KEY_HINT) from None
 

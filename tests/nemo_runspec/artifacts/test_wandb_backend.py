@@ -6,6 +6,7 @@ Behaviour shared with the fsspec backend is in test_backend_contract.py.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,32 @@ def test_unreachable_server_is_one_line(wandb_dir, monkeypatch):
         reg.resolve("ds:latest")
     text = str(info.value)
     assert "\n" not in text and "127.0.0.1:9" in text and "WANDB_API_KEY" in text
+    import wandb
+
+    # wandb-core would go on retrying and make the process hang at exit: it is ended with the error
+    assert wandb.sdk.wandb_setup._singleton is None
+
+
+def test_a_process_whose_w_and_b_is_unreachable_exits_promptly(tmp_path):
+    """The CLI prints the one-line error and exits; wandb's exit hook used to wait on its service for minutes."""
+    script = (
+        "from nemo_runspec.artifact_registry import ArtifactRegistry, WandbBackend\n"
+        "from nemo_runspec.exceptions import ArtifactError\n"
+        "try:\n"
+        "    ArtifactRegistry(backend=WandbBackend(entity='team', project='proj', api_timeout=2)).resolve('ds')\n"
+        "except ArtifactError as e:\n"
+        "    print('error:', e)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_BASE_URL=wandb_offline.NOWHERE,
+               WANDB_API_KEY="0" * 40, WANDB_DIR=str(tmp_path), WANDB_CONFIG_DIR=str(tmp_path),
+               WANDB_CACHE_DIR=str(tmp_path), WANDB_DATA_DIR=str(tmp_path),
+               HTTP_PROXY=wandb_offline.NOWHERE, HTTPS_PROXY=wandb_offline.NOWHERE)
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]  # the hang came in about one run of three
+    for proc in procs:
+        out, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 0 and "error: cannot use the W&B API" in out
 
 
 def test_registry_url_round_trip_for_jobs(tmp_path, monkeypatch):
