@@ -276,7 +276,10 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=5,bf_interval=5
-ReturnToService=2
+# 1 (what production sites use): a node the admin (or a test) sets DOWN stays down until
+# resumed; one that stopped answering returns when its slurmd registers again. 2 would put
+# a downed node back in service at its next ping, milliseconds later.
+ReturnToService=1
 JobRequeue=1
 KillWait=5
 MinJobAge=300

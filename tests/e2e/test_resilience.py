@@ -132,13 +132,13 @@ class Job:
         return sorted(re.findall(r"rank \d+ param sha256 \w+", logs[-1].read_text())) if logs else []
 
 
-def _wait(cond, timeout: float, what: str) -> None:
+def _wait(cond, timeout: float, what: str, state=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return
         time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; {state()}")
 
 
 def _finished(job: Job) -> bool:
@@ -228,7 +228,11 @@ def test_max_restarts_exhausted_fails_with_a_summary_and_nothing_left(runs):
     assert _run(["pgrep", "-f", str(job.dir)]).returncode == 1  # no process of the job is left
 
 
-def test_node_marked_down_under_a_running_job(tmp_path, slurm_cluster):
+@pytest.mark.parametrize("back_at_once", [False, True], ids=["stays-down", "back-at-once"])
+def test_node_marked_down_under_a_running_job(tmp_path, slurm_cluster, back_at_once):
+    """``back-at-once``: the node returns to service a moment later, as ReturnToService=2 does
+    at its next ping; the attempt must still be seen as a node failure and the node excluded,
+    or the next attempt lands on it while the old one is still there (Slurm then drains it)."""
     home = Home(tmp_path, slurm_cluster)
     job = home.submit("res")
     node = ""
@@ -238,7 +242,11 @@ def test_node_marked_down_under_a_running_job(tmp_path, slurm_cluster):
         assert node in slurm_cluster.nodes
         down = _run(["scontrol", "update", f"nodename={node}", "state=down", "reason=nemotron-e2e-resilience"])
         assert down.returncode == 0, down.stderr
-        _wait(lambda: _finished(job), 420, "the job to finish on the other node")
+        if back_at_once:
+            assert _run(["scontrol", "update", f"nodename={node}", "state=resume"]).returncode == 0
+        _wait(lambda: _finished(job), 420, "the job to finish on the other node",
+              lambda: f"queue: {_run(['squeue', '-h', '-j', job.id, '-o', '%T %r %N']).stdout.strip()!r}; "
+                      f"records: {job.records()}")
     finally:
         if node:
             _run(["scontrol", "update", f"nodename={node}", "state=resume"])

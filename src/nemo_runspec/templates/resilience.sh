@@ -37,6 +37,31 @@ _nr_bad_nodes() {  # of the nodes $1 (a Slurm node list), those Slurm now has do
   sinfo -h -N -n "$1" -t down,drain,draining,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd,
 }
 
+_nr_row() {  # $1: an attempt. "STATE|NODES" of its accounting row (one row per attempt), once final
+  local line tries
+  # slurmdbd has it a moment after Slurm ended the attempt; wait briefly (all of this runs
+  # within Slurm's KillWait after its TERM)
+  for tries in 1 2 3 4 5 6; do
+    line=$(sacct -n -P -D -X -j "$SLURM_JOB_ID" -o State,NodeList 2>/dev/null | sed -n "$(($1 + 1))p")
+    case "${line%%|*}" in ""|RUNNING*|PENDING*) sleep 0.25 ;; *) break ;; esac
+  done
+  echo "$line"
+}
+
+_nr_lost_nodes() {  # $1: an attempt Slurm ended, $2: its nodes. The nodes it lost.
+  local bad line
+  bad=$(_nr_bad_nodes "$2")
+  [ -n "$bad" ] && { echo "$bad"; return; }
+  # A site with ReturnToService=2 puts a downed node back at its next ping, before this
+  # runs; accounting still says NODE_FAIL. Of a multi-node allocation it does not say
+  # which node failed: then none is excluded.
+  line=$(_nr_row "$1")
+  case "$line" in
+    NODE_FAIL\|*,* | NODE_FAIL\|*\[*) ;;
+    NODE_FAIL\|*) echo "${line#*|}" ;;
+  esac
+}
+
 _nr_restarts() {  # how often Slurm has requeued this job (scontrol's Restarts=)
   scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Restarts=//p'
 }
@@ -56,9 +81,9 @@ nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended wit
   rm -f "$NR_DIR/stop_request"
   prev=$((NR_ATTEMPT - 1))
   if [ "$NR_ATTEMPT" -gt 0 ] && ! grep -q "\"event\": \"end\", \"attempt\": $prev," "$NR_DIR/attempts.jsonl" 2>/dev/null; then
-    line=$(sacct -n -P -D -X -j "$SLURM_JOB_ID" -o State,NodeList 2>/dev/null | grep -v -E '^(RUNNING|PENDING)' | tail -n 1)
+    line=$(_nr_row "$prev")
     state=${line%%|*}; state=${state%% *}; nodes=${line#*|}
-    bad=$(_nr_bad_nodes "$nodes")
+    bad=$(_nr_lost_nodes "$prev" "$nodes")
     [ "$state" = NODE_FAIL ] && kind=node_fail || kind=requeued
     [ -n "$bad" ] && _nr_exclude "$bad"
     NR_ATTEMPT=$prev _nr_record end kind "$(_nr_str "$kind")" \
@@ -134,19 +159,19 @@ nemotron_attempt_end() {  # $1: srun's exit code. Record why the attempt ended; 
     kind=stall; reason="rank $s on $node stalled (last heartbeat: step $step, $phase; none for $t s > $limit s)"
   elif [ -s "$NR_DIR/stopped-a$NR_ATTEMPT" ]; then
     read -r step why < "$NR_DIR/stopped-a$NR_ATTEMPT"
-    [ "$why" = TERM ] && $by_slurm && node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    [ "$why" = TERM ] && $by_slurm && node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     if [ "$why" = TERM ] && ! $by_slurm; then kind=cancelled; reason="stopped at step $step after SIGTERM (job cancelled); checkpoint saved"
     elif [ -n "$node" ]; then kind=node_fail; reason="ended by Slurm on $SLURM_JOB_NODELIST (down: $node): checkpoint at step $step"
     elif [ "$why" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $step"
     else kind=timelimit; reason="time-limit warning (SIG$why): checkpoint at step $step"; fi
   elif $by_slurm; then  # Slurm requeued the job itself (node failure, preemption): srun may even say 0
-    node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     [ -n "$node" ] && kind=node_fail || kind=preempted
     reason="ended by Slurm on $SLURM_JOB_NODELIST${node:+ (down: $node)}; exit code $rc"
   elif [ "$rc" -eq 0 ] && { [ ! -e "$NR_HB/rank-0" ] || [ "$(cut -d' ' -f2 "$NR_HB/rank-0")" = done ]; }; then
     kind=completed; reason="completed"  # (a script without heartbeats: its exit code is all there is)
   elif [ "$rc" -eq 0 ]; then  # srun said 0 but training did not finish: Slurm ended the step (node failure)
-    node=$(_nr_bad_nodes "$SLURM_JOB_NODELIST")
+    node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     [ -n "$node" ] && kind=node_fail || kind=preempted
     reason="ended by Slurm on $SLURM_JOB_NODELIST${node:+ (down: $node)} before training finished"
   else
