@@ -99,7 +99,7 @@ def _parse(text: str) -> tuple[Any, str | None]:
         return text, None
     stripped = text.strip()
     try:
-        value = yaml.load(text, Loader=_loader())
+        value = _load_flow(text, stripped)
     except yaml.YAMLError:
         return text, _malformed(stripped)
     except Exception as exc:  # noqa: BLE001 - a tag's constructor failed (``!!int abc``)
@@ -116,6 +116,60 @@ def _parse(text: str) -> tuple[Any, str | None]:
     elif not _plain(value):
         value = text
     return value, _bad_interpolation(value)
+
+
+def _load_flow(text: str, stripped: str) -> Any:
+    """``text`` as YAML; a list or mapping holding ``${...}`` is read with the
+    interpolations set aside (:func:`_protect_interpolations`) when YAML alone fails."""
+    try:
+        return yaml.load(text, Loader=_loader())
+    except yaml.YAMLError:
+        protected, saved = _protect_interpolations(text) if stripped[:1] in _CLOSE else (text, {})
+        if not saved:
+            raise
+        return _restore_interpolations(yaml.load(protected, Loader=_loader()), saved)
+
+
+def _protect_interpolations(text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with each balanced ``${...}`` replaced by a plain token, and the tokens.
+
+    In a YAML flow collection ``${x}`` is a syntax error (``{`` opens a mapping), so
+    ``[${x}, 2]`` would fail to parse; Hydra reads it as a list holding an
+    interpolation. The tokens are put back by :func:`_restore_interpolations`.
+    """
+    stem = "nemotroninterp"
+    while stem in text:
+        stem += "x"
+    out, saved, i = [], {}, 0
+    while (start := text.find("${", i)) >= 0:
+        depth, j = 0, start + 1
+        while j < len(text):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        if depth:  # unbalanced: left for the error path
+            break
+        token = f"{stem}{len(saved)}z"
+        saved[token] = text[start: j + 1]
+        out.append(text[i:start] + token)
+        i = j + 1
+    out.append(text[i:])
+    return "".join(out), saved
+
+
+def _restore_interpolations(value: Any, saved: dict[str, str]) -> Any:
+    if not saved:
+        return value
+    if isinstance(value, str):
+        for token, original in saved.items():
+            value = value.replace(token, original)
+        return value
+    if isinstance(value, list):
+        return [_restore_interpolations(v, saved) for v in value]
+    if isinstance(value, dict):
+        return {_restore_interpolations(k, saved): _restore_interpolations(v, saved) for k, v in value.items()}
+    return value
 
 
 def _malformed(text: str) -> str | None:
@@ -346,6 +400,9 @@ def _lookup(node: Any, seg: str) -> tuple[bool, Any]:
 
 def _unknown(ov: Override, depth: int, node: Any, where: str, extra: Iterable[str] = ()) -> ConfigError:
     """Error for ``ov.path[:depth+1]`` missing under ``node``."""
+    extra = list(extra)
+    if isinstance(node, list) and not extra:  # (under run.env, a list is the mistake: the keys are named)
+        return _not_an_index(ov, depth, node, where)
     prefix = ".".join(ov.path[:depth])
     prefix = f"{prefix}." if prefix else ""
     missing = prefix + ov.path[depth]
@@ -358,6 +415,19 @@ def _unknown(ov: Override, depth: int, node: Any, where: str, extra: Iterable[st
     else:
         hint = f"use '+{ov.key}={ov.text}' to add a new key"
     return ConfigError(f"unknown key '{missing}' in override '{ov.raw}'{where}", key=missing, hint=hint)
+
+
+def _not_an_index(ov: Override, depth: int, items: list[Any], where: str) -> ConfigError:
+    """Error for ``ov.path[depth]`` under a list: not an index, or past its end (lists do not grow)."""
+    listed = ".".join(ov.path[:depth]) or "the config"
+    seg = ov.path[depth]
+    if seg.isdigit():
+        what = f"index {seg} is past the end of '{listed}' ({len(items)} item(s): 0..{len(items) - 1})" \
+            if items else f"'{listed}' is an empty list"
+    else:
+        what = f"'{listed}' is a list and '{seg}' is not an index"
+    return ConfigError(f"{what} in override '{ov.raw}'{where}", key=".".join(ov.path[: depth + 1]),
+                       hint=f"set the whole list instead, e.g. {listed}=[a,b]")
 
 
 def _not_container(ov: Override, depth: int, value: Any, where: str) -> ConfigError:
@@ -427,11 +497,7 @@ def _apply_one(data: dict[str, Any], ov: Override, where: str, profile_keys: Cal
         if ov.op == "set" and not env_ok:
             raise _unknown(ov, depth, node, where, _env_extra(ov, depth, profile_keys))
         if isinstance(node, list):
-            raise ConfigError(
-                f"list index '{ov.key}' out of range in override '{ov.raw}'{where}",
-                key=ov.key,
-                hint="set the whole list instead, e.g. key=[a,b]",
-            )
+            raise _not_an_index(ov, depth, node, where)
     node[k] = copy.deepcopy(ov.value)
 
 

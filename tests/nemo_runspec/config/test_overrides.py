@@ -161,7 +161,7 @@ def test_interpolation_value_kept_unresolved(cfg) -> None:
 def test_list_index(cfg) -> None:
     out = apply_overrides(cfg, ["model.layers.1=20"])
     assert list(out.model.layers) == [1, 20, 3]
-    with pytest.raises(ConfigError, match="out of range"):
+    with pytest.raises(ConfigError, match="past the end"):
         apply_overrides(cfg, ["++model.layers.7=1"])
 
 
@@ -400,3 +400,36 @@ def test_any_value_is_parsed_kept_or_refused_on_one_line(text: str) -> None:
     assert isinstance(value, str | int | float | bool | list | dict | None)
     if isinstance(value, str) and text.strip()[:1] not in ("'", '"'):
         assert value == text  # unquoted text is never changed
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("[${x}, 2]", [7, 2]),
+    ("{a: ${x}, b: [${x}]}", {"a": 7, "b": [7]}),
+    ("[${oc.decode:'[1, 2]'}, 'q ${x} r']", [[1, 2], "q 7 r"]),
+])
+def test_lists_and_mappings_may_hold_interpolations(value, expected) -> None:
+    """Hydra reads ``l=[${x}, 2]`` as a list; YAML alone calls it a syntax error
+    (``{`` opens a flow mapping) and it used to become the string ``"[7, 2]"``."""
+    out = apply_overrides(OmegaConf.create({"x": 7, "k": "a", "v": None}), [f"v={value}"])
+    assert OmegaConf.to_container(out, resolve=True)["v"] == expected
+
+
+@given(st.lists(st.sampled_from(["${x}", "${oc.env:HOME,${x}}", "1", "'t ${x}'", "[${x}]", "{z: ${x}}"]),
+                min_size=1, max_size=5))
+def test_interpolations_in_a_list_come_back_verbatim(items: list[str]) -> None:
+    """Whatever the mix, each item parses as it would alone, interpolations untouched."""
+    assert parse_value("[" + ", ".join(items) + "]") == [parse_value(i) for i in items]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("l.3=9", "index 3 is past the end of 'l' (3 item(s): 0..2)"),
+    ("+l.3=9", "index 3 is past the end of 'l' (3 item(s): 0..2)"),
+    ("++l.5=9", "index 5 is past the end of 'l'"),
+    ("+l.ac=1", "'l' is a list and 'ac' is not an index"),
+    ("e.0=1", "'e' is an empty list"),
+])
+def test_list_index_errors_say_what_is_wrong_and_never_suggest_plus(override, message) -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(OmegaConf.create({"l": [1, 2, 3], "e": []}), [override])
+    assert str(info.value).startswith(message)
+    assert "+" not in (info.value.hint or "") and "=[a,b]" in info.value.hint

@@ -40,10 +40,10 @@ def test_list_items_are_set_by_index() -> None:
 
 def test_a_list_index_past_the_end() -> None:
     err = error({"l": [1, 2, 3]}, "l.3=9")
-    assert str(err).startswith("unknown key 'l.3' in override 'l.3=9'")
+    assert str(err).startswith("index 3 is past the end of 'l' (3 item(s): 0..2) in override 'l.3=9'")
     err = error({"l": [1, 2, 3]}, "+l.3=9")
-    assert str(err).startswith("list index 'l.3' out of range in override '+l.3=9'")
-    assert err.key == "l.3" and err.hint == "set the whole list instead, e.g. key=[a,b]"
+    assert str(err).startswith("index 3 is past the end of 'l' (3 item(s): 0..2) in override '+l.3=9'")
+    assert err.key == "l.3" and err.hint == "set the whole list instead, e.g. l=[a,b]"
 
 
 def test_integer_keys_of_a_mapping_are_found() -> None:
@@ -241,7 +241,7 @@ def test_delete_hint_lists_the_valid_keys_of_that_table_only(
 
 
 def test_a_missing_list_index_hint_does_not_suggest_list_values() -> None:
-    assert error({"l": [1, 2, 3]}, "l.3=9").hint == "use '+l.3=9' to add a new key"
+    assert error({"l": [1, 2, 3]}, "l.3=9").hint == "set the whole list instead, e.g. l=[a,b]"
 
 
 def test_run_env_written_as_a_list_is_an_error_naming_the_key() -> None:
