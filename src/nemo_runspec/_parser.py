@@ -33,7 +33,7 @@ from nemo_runspec._models import (
 )
 from nemo_runspec._pep723 import BLOCK_TYPE, Block, find_block
 from nemo_runspec._suggest import closest, did_you_mean
-from nemo_runspec._toml_lines import line_map
+from nemo_runspec._toml_lines import deepest_line, line_map
 from nemo_runspec.errors import RunspecError
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
@@ -299,9 +299,8 @@ def _load_table(text: str, path: str) -> tuple[Any, _Locator]:
     try:
         data = tomllib.loads("\n".join(block.lines) + "\n")
     except RecursionError:  # tomllib recurses once per nested array or inline table
-        counts = [ln.count("[") + ln.count("{") for ln in block.lines] or [0]
         raise RunspecError(f"invalid TOML in '# /// {BLOCK_TYPE}' block: values nested too deeply",
-                           path=path, line=block.script_line(counts.index(max(counts)) + 1),
+                           path=path, line=block.script_line(deepest_line("\n".join(block.lines))),
                            hint="a runspec value needs a few levels of nesting at most") from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)

@@ -129,3 +129,10 @@ def line_map(text: str) -> dict[tuple[str, ...], int]:
         if eq >= 0:
             ml, depth = _scan_value(line, eq + 1, None, 0)
     return lines
+
+
+def deepest_line(text: str) -> int:
+    """1-based line with the most ``[``/``{`` openers: where a value nests deepest
+    (``tomllib`` recurses once per level and reports no line when it runs out)."""
+    counts = [ln.count("[") + ln.count("{") for ln in text.splitlines()] or [0]
+    return counts.index(max(counts)) + 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec._toml_lines import line_map
+from nemo_runspec._toml_lines import deepest_line, line_map
 from nemo_runspec.env.discovery import CREATE_HINT, find_env_file, not_found_error
 from nemo_runspec.errors import EnvFileError
 
@@ -81,12 +81,6 @@ class EnvFile:
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 _TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
 
-
-
-def deepest_line(text: str) -> int:
-    """1-based line with the most ``[``/``{`` openers (where a value nests deepest)."""
-    counts = [ln.count("[") + ln.count("{") for ln in text.splitlines()] or [0]
-    return counts.index(max(counts)) + 1
 
 
 def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
