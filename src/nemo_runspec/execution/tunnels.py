@@ -147,6 +147,13 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
     raise ExecutionError(f"unknown tunnel {kind!r}", key="tunnel", hint="use \"local\" or \"ssh\"")
 
 
+def run_via(tunnel: Any, cmd: str) -> tuple[int, str, str]:
+    """``(exit code, stdout, stderr)`` of the shell command ``cmd`` run through a nemo-run
+    tunnel (local or SSH); a non-zero exit is returned, not raised."""
+    r = tunnel.run(cmd, hide=True, warn=True)
+    return r.return_code, r.stdout, r.stderr
+
+
 def probe_tunnel(values: Mapping[str, Any]) -> None:
     """Probe an ssh tunnel profile (no-op for local tunnels)."""
     if (values.get("tunnel") or "local") == "ssh":

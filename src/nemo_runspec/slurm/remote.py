@@ -55,8 +55,9 @@ class Remote:
             p = subprocess.run(cmd, shell=True, capture_output=True, text=True,
                                stdin=subprocess.DEVNULL)
             return p.returncode, p.stdout, p.stderr
-        r = self.tunnel.run(cmd, hide=True, warn=True)
-        return r.return_code, r.stdout, r.stderr
+        from nemo_runspec.execution.tunnels import run_via
+
+        return run_via(self.tunnel, cmd)
 
     def read_from(self, path: str, offset: int) -> bytes:
         """The bytes of ``path`` from ``offset`` on (empty when it does not exist yet)."""

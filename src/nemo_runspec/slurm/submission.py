@@ -167,11 +167,12 @@ def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:
     def run(cmd: str) -> tuple[int, str, str]:
         if tunnel is None:
             return 1, "", "no tunnel"
+        from nemo_runspec.execution.tunnels import run_via
+
         try:
-            r = tunnel.run(cmd, hide=True, warn=True)
+            return run_via(tunnel, cmd)
         except Exception as exc:  # noqa: BLE001 - an unanswered check is no check; sbatch still decides
             return 1, "", str(exc)
-        return r.return_code, r.stdout, r.stderr
     return run
 
 
