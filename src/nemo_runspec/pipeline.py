@@ -451,28 +451,22 @@ def load_record(pipe_id: str) -> dict[str, Any]:
 
 def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
     """``scancel`` every job of ``sub`` (best effort; says what it did)."""
-    import shlex
-
-    from nemo_runspec.slurm.remote import Remote
+    from nemo_runspec.slurm.jobs import scancel
+    from nemo_runspec.slurm.remote import Remote, remove_secrets
 
     ids = [s.job_id for s in sub.jobs.values()]
     if not ids:
         return
     first = next(iter(sub.jobs.values()))
     try:
-        rc, out, err = Remote(first.prepared).run("scancel " + " ".join(shlex.quote(i) for i in ids))
+        scancel(Remote(first.prepared), ids)
     except Exception as exc:  # noqa: BLE001 - cancelling is best effort; say what is left
-        rc, out, err = 1, "", str(exc)
-    if rc == 0:
-        from nemo_runspec.slurm.remote import remove_secrets
-
-        for job in sub.jobs.values():  # a job cancelled before it started never deleted its secrets file
-            if job.prepared is not None:
-                remove_secrets(job.prepared)
-        print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
-    else:
-        print(f"[pipe] could not cancel {', '.join(ids)} ({' '.join((err or out).split())}); "
-              f"cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
+        print(f"[pipe] {' '.join(str(exc).split())}; cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
+        return
+    for job in sub.jobs.values():  # a job cancelled before it started never deleted its secrets file
+        if job.prepared is not None:
+            remove_secrets(job.prepared)
+    print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
 
 
 def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float = 2.0, out: Any = None) -> int:

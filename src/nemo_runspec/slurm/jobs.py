@@ -254,17 +254,22 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
     return final
 
 
+def scancel(remote: Remote, ids: Sequence[str]) -> None:
+    """``scancel`` the job ids in one command; :class:`ExecutionError` with scancel's
+    message when it fails."""
+    rc, out, err = remote.run("scancel " + " ".join(shlex.quote(i) for i in ids))
+    if rc != 0:
+        msg = " ".join((err or out).split()) or f"scancel exited {rc}"
+        raise ExecutionError(f"could not cancel job(s) {', '.join(ids)}: {msg}")
+
+
 def cancel_jobs(remote: Remote, subs: Sequence[Submission]) -> None:
     """``scancel`` the jobs (one command), then delete the secrets files that jobs which
     never started leave in their job dirs. Raises :class:`ExecutionError` with
     scancel's message when it fails."""
     if not subs:
         return
-    ids = [s.job_id for s in subs]
-    rc, out, err = remote.run("scancel " + " ".join(shlex.quote(i) for i in ids))
-    if rc != 0:
-        msg = " ".join((err or out).split()) or f"scancel exited {rc}"
-        raise ExecutionError(f"could not cancel job(s) {', '.join(ids)}: {msg}")
+    scancel(remote, [s.job_id for s in subs])
     paths = [s.secrets_path for s in subs if s.job_dir]
     if paths:
         remote.run("rm -f " + " ".join(shlex.quote(p) for p in paths))
