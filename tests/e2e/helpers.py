@@ -32,25 +32,35 @@ class Out(io.StringIO):
     """Captures the streamed job log."""
 
 
-def held_profile_env(tmp_path: Path, cluster, **env_over: str) -> dict[str, str]:
-    """An env.toml whose profile [held] keeps its jobs waiting in the queue for an
-    hour (BeginTime), and the environment that makes `nemotron` use it (home under
-    ``tmp_path``; ``env_over`` added last)."""
+def cli_env(tmp_path: Path, cluster, extra: str = "", *, name: str = "cluster", time: str = "00:05:00",
+            **env_over: str) -> dict[str, str]:
+    """Write ``tmp_path/env.toml`` with one bare-metal profile ``[name]`` on the local
+    cluster (its account and default partition, no GPUs, ``time``) plus the TOML lines
+    ``extra``, and return the environment that makes the `nemotron` console script use
+    it: its own NEMOTRON_HOME (``tmp_path/home``), nemo-run home and artifact registry
+    (``tmp_path/reg``), a plain 250-column terminal; ``env_over`` added last."""
     import os
 
     env_toml = tmp_path / "env.toml"
     env_toml.write_text(textwrap.dedent(f"""
-        [held]
+        [{name}]
         executor = "slurm"
         account = "{cluster.account}"
         partition = "{cluster.default_partition}"
         container_image = ""
         gpus_per_node = 0
-        time = "00:05:00"
-        sbatch_options = {{ begin = "now+1hour" }}
-    """))
-    nhome = tmp_path / "nhome"
+        time = "{time}"
+    """) + textwrap.dedent(extra))
+    home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(nhome), NEMOTRON_ENV_FILE=str(env_toml), NEMORUN_HOME=str(nhome / "nemorun"),
-               **env_over)
+    env.update(NEMOTRON_HOME=str(home), NEMOTRON_ENV_FILE=str(env_toml), NEMORUN_HOME=str(home / "nemorun"),
+               NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "reg"), TERM="dumb", COLUMNS="250")
+    env.update(env_over)
     return env
+
+
+def held_profile_env(tmp_path: Path, cluster, **env_over: str) -> dict[str, str]:
+    """An env.toml whose profile [held] keeps its jobs waiting in the queue for an
+    hour (BeginTime), and the environment that makes `nemotron` use it (home under
+    ``tmp_path``; ``env_over`` added last)."""
+    return cli_env(tmp_path, cluster, 'sbatch_options = { begin = "now+1hour" }\n', name="held", **env_over)

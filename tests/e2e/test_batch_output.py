@@ -4,14 +4,14 @@ job dir, log and the commands to follow or cancel it (the human summary stays on
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -19,19 +19,7 @@ NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 def test_batch_prints_one_json_line_a_script_can_use(tmp_path, slurm_cluster):
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [cluster]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        time = "00:05:00"
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml),
-               NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "reg"), TERM="dumb", COLUMNS="250")
+    env = cli_env(tmp_path, slurm_cluster)
     proc = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--batch", "cluster"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
                           stdin=subprocess.DEVNULL)

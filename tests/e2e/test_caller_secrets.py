@@ -65,9 +65,9 @@ def test_pending_batch_job_keeps_shell_secrets_out_of_slurm_state(tmp_path, slur
     """nemotron kit preflight --batch on a profile whose job waits in the queue:
     while it is pending, the controller's saved environment holds the ordinary
     variables of the shell but none of its secrets."""
-    nhome = tmp_path / "nhome"
     env = held_profile_env(tmp_path, slurm_cluster, **shell_secrets, E2E_PLAIN_MARKER="visible-marker-42",
                            COLUMNS="200", TERM="dumb")
+    nhome = Path(env["NEMOTRON_HOME"])
     proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--batch", "held"], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
@@ -83,7 +83,7 @@ def test_pending_batch_job_keeps_shell_secrets_out_of_slurm_state(tmp_path, slur
         views = _slurm_views(job_id)
         assert job_id in views
         assert not [n for n, v in shell_secrets.items() if v in views]
-        assert _grep_tree(nhome, shell_secrets.values()) == []
+        assert any(nhome.rglob("*")) and _grep_tree(nhome, shell_secrets.values()) == []
         assert not [n for n, v in shell_secrets.items() if v in proc.stdout + proc.stderr]
     finally:
         subprocess.run(["scancel", job_id], capture_output=True, timeout=30)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import cli_env
+
 pytestmark = [pytest.mark.slurm]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
@@ -69,22 +71,11 @@ def sandbox(tmp_path: Path, slurm_cluster) -> dict:
     subprocess.run(["git", "-C", str(recipe_dir), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(recipe_dir), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
                    check=True)
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [cluster]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
+    env = cli_env(tmp_path, slurm_cluster, f"""
         batch_partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        time = "00:05:00"
         packager = "code"
         env_vars = {{ HF_TOKEN = "{SECRET}", SLEEPER_MARK = "{tmp_path / 'running'}" }}
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml), TERM="dumb",
-               COLUMNS="250", PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    """, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     return {"tmp": tmp_path, "env": env, "bin": tmp_path / "bin", "script": recipe_dir / "sleeper.py",
             "home": tmp_path / "home"}
 

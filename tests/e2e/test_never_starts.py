@@ -4,10 +4,8 @@ one the monitor knows never resolves."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -15,26 +13,15 @@ import pytest
 
 from nemo_runspec.slurm.queue import NEVER_STARTS
 
+from .helpers import cli_env
+
 pytestmark = [pytest.mark.slurm]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 def test_more_nodes_than_the_partition_has_is_refused_before_submission(tmp_path, slurm_cluster):
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [cluster]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        nodes = {len(slurm_cluster.nodes) + 1}
-        time = "00:05:00"
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml),
-               NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "reg"), TERM="dumb", COLUMNS="250")
+    env = cli_env(tmp_path, slurm_cluster, f"nodes = {len(slurm_cluster.nodes) + 1}\n")
     before = set(subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split())
     proc = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--run", "cluster"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,

@@ -9,16 +9,16 @@ nothing; a failing middle stage stops the stages after it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from nemo_runspec.artifacts.registry import ArtifactRegistry
+
+from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -29,23 +29,9 @@ STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl", "eval
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, slurm_cluster) -> dict:
     tmp = tmp_path_factory.mktemp("pipe")
-    env_toml = tmp / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [cluster]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
-        batch_partition = "{slurm_cluster.batch_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        nodes = 1
-        time = "00:10:00"
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp / "nhome"), NEMOTRON_ENV_FILE=str(env_toml),
-               NEMOTRON_ARTIFACTS_ROOT=str(tmp / "registry"), NEMORUN_HOME=str(tmp / "nhome" / "nemorun"),
-               COLUMNS="250", TERM="dumb")
-    return {"env": env, "tmp": tmp, "registry": tmp / "registry"}
+    env = cli_env(tmp, slurm_cluster, f'batch_partition = "{slurm_cluster.batch_partition}"\nnodes = 1\n',
+                  time="00:10:00")
+    return {"env": env, "tmp": tmp, "registry": Path(env["NEMOTRON_ARTIFACTS_ROOT"])}
 
 
 def nemotron(home: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:

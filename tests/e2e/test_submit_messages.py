@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -24,22 +25,10 @@ NEMOTRON = Path(sys.executable).with_name("nemotron")
 @pytest.fixture
 def sandbox(tmp_path: Path, slurm_cluster) -> dict:
     (tmp_path / "bin").mkdir()
-    env_toml = tmp_path / "env.toml"
-    env_toml.write_text(textwrap.dedent(f"""
-        [cluster]
-        executor = "slurm"
-        account = "{slurm_cluster.account}"
-        partition = "{slurm_cluster.default_partition}"
+    env = cli_env(tmp_path, slurm_cluster, f"""
         batch_partition = "{slurm_cluster.default_partition}"
-        container_image = ""
-        gpus_per_node = 0
-        time = "00:05:00"
         env_vars = {{ HF_TOKEN = "submitMessagesSECRET0123456789" }}
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml), TERM="dumb",
-               COLUMNS="250", NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "reg"),
-               PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    """, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     return {"tmp": tmp_path, "env": env, "bin": tmp_path / "bin", "home": tmp_path / "home"}
 
 
