@@ -8,11 +8,14 @@ adds to the job's nemo-run executor, so the dry run shows every line:
   to the batch shell;
 - setup lines that write ``<job dir>/resilience/resilience.sh`` (``templates/resilience.sh``)
   and source it: the attempt is recorded, a ``USR1`` trap asks the training ranks
-  to checkpoint and stop (``resilience/stop_request``), and ``srun`` becomes a
-  function that runs the real one in the background (so traps run while it does),
-  starts the stall watchdog next to it, and when it returns records why the
-  attempt ended and requeues the job (``scontrol requeue``, ``ExcNodeList`` of the
-  nodes that failed, ``StartTime=now``) while ``max_restarts`` allows;
+  to checkpoint and stop (``resilience/stop_request``), and the training ``srun``
+  goes through the helper, which runs the real one in the background (so traps run
+  while it does), starts the stall watchdog next to it, and when it returns records
+  why the attempt ended and requeues the job (``scontrol requeue``, ``ExcNodeList``
+  of the nodes that failed, ``StartTime=now``) while ``max_restarts`` allows. For
+  nemo-run's scripts ``srun`` becomes a function doing that; a Ray job's template
+  (``templates/ray_slurm.sub.j2``) routes only its driver's ``srun`` through the
+  helper, never the raylets' (each attempt starts its own Ray cluster);
 - ``NEMOTRON_RESILIENCE_DIR`` for the training processes (heartbeats, stop request,
   ``stopped`` marker: :mod:`nemotron.training.resilience` is the fallback's side).
 
@@ -75,10 +78,6 @@ def settings_of(values: Mapping[str, Any]) -> Resilience | None:
 
 def apply(prepared: PreparedJob, settings: Resilience, *, bare_metal: bool) -> None:
     """Add the signal, the setup lines and the env var of ``settings`` to ``prepared``'s executor."""
-    if prepared.is_ray:
-        raise ConfigError("resilience is not available for Ray jobs (launch = \"ray\") yet",
-                          key="resilience", hint="remove [PROFILE.resilience] for this recipe, or run "
-                          "NeMo-RL with its own checkpointing.checkpoint_must_save_by (docs/resilience.md)")
     executor = prepared.executor
     host_dir = os.path.join(prepared.job_dir, DIR_NAME)
     executor.signal = settings.signal_option
@@ -93,7 +92,8 @@ def apply(prepared: PreparedJob, settings: Resilience, *, bare_metal: bool) -> N
     if limit is not None:  # for the native backends' own exit timers (docs/resilience.md)
         extra[ENV_EXIT_AFTER] = str(max(0, limit - settings.signal_before))
     executor.env_vars = {**(executor.env_vars or {}), **extra}
-    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", setup_lines(host_dir, settings)) if x)
+    lines = setup_lines(host_dir, settings, ray=prepared.is_ray)
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", lines) if x)
 
 
 def script_text() -> str:
@@ -103,9 +103,10 @@ def script_text() -> str:
     return (TEMPLATE_DIR / SCRIPT_NAME).read_text()
 
 
-def setup_lines(host_dir: str, settings: Resilience) -> str:
+def setup_lines(host_dir: str, settings: Resilience, *, ray: bool = False) -> str:
     """The batch-script lines: write and source the helper, record the attempt, trap the
-    signals, route ``srun`` through the helper."""
+    signals, route ``srun`` through the helper. ``ray``: not ``srun`` itself, which also
+    starts the raylets; the Ray template sends only its driver's through the helper."""
     from nemo_runspec.execution.runspec_cmd import heredoc
 
     d = shlex.quote(host_dir)
@@ -113,10 +114,11 @@ def setup_lines(host_dir: str, settings: Resilience) -> str:
     assigns = (f"NR_DIR={d} NR_MAX_RESTARTS={settings.max_restarts} "
                f"NR_STALL_TIMEOUT={settings.stall_timeout or 0} NR_STARTUP_TIMEOUT={settings.startup_timeout} "
                f"NR_MAX_EXCLUDED={settings.max_excluded_nodes}")
-    return "\n".join([
+    lines = [
         f"# resilience (docs/resilience.md): --signal={settings.signal_option}, requeue up to "
         f"{settings.max_restarts} time(s), failed nodes excluded (at most {settings.max_excluded_nodes}), "
-        + (f"watchdog: stall_timeout {settings.stall_timeout} s" if settings.stall_timeout else "no watchdog"),
+        + (f"watchdog: stall_timeout {settings.stall_timeout} s" if settings.stall_timeout else "no watchdog")
+        + ("; the Ray driver's srun goes through the helper" if ray else ""),
         f"mkdir -p {d}",
         heredoc(os.path.join(host_dir, SCRIPT_NAME), script_text()),
         assigns,
@@ -124,5 +126,7 @@ def setup_lines(host_dir: str, settings: Resilience) -> str:
         "nemotron_attempt_begin",
         f"trap 'nemotron_on_signal {WARNING_SIGNAL}' {WARNING_SIGNAL}",
         "trap 'nemotron_on_signal TERM' TERM",
-        'srun() { nemotron_srun "$@"; }',
-    ])
+    ]
+    if not ray:
+        lines.append('srun() { nemotron_srun "$@"; }')
+    return "\n".join(lines)

@@ -1,6 +1,7 @@
 # nemotron resilience: sourced by the batch script of a job with [resilience] (docs/resilience.md).
 # Set before sourcing: NR_DIR NR_MAX_RESTARTS NR_STALL_TIMEOUT (0: no watchdog) NR_STARTUP_TIMEOUT
 # NR_MAX_EXCLUDED. Records go to $NR_DIR/attempts.jsonl, one JSON object a line.
+# The functions work under the caller's `set -euo pipefail` (the Ray template's) and `set -x`.
 NR_ATTEMPT=${SLURM_RESTART_COUNT:-0}
 NR_HB="$NR_DIR/heartbeat/a$NR_ATTEMPT"
 
@@ -76,7 +77,7 @@ _nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_D
 
 nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended without us
   local - prev line state nodes bad kind
-  set +x
+  set +xeu
   mkdir -p "$NR_HB"
   rm -f "$NR_DIR/stop_request"
   prev=$((NR_ATTEMPT - 1))
@@ -106,7 +107,7 @@ nemotron_on_signal() {  # USR1 (time-limit warning, or a test's scancel --batch)
 
 nemotron_watchdog() {  # $1: the training step's srun pid. Ends the step when a rank's heartbeat stops.
   local - pid=$1 start now period f step phase t node rank age limit worst
-  set +x
+  set +xeu
   start=$(date +%s)
   period=$((NR_STALL_TIMEOUT / 4)); [ "$period" -lt 1 ] && period=1; [ "$period" -gt 10 ] && period=10
   while kill -0 "$pid" 2>/dev/null; do
@@ -137,21 +138,37 @@ nemotron_watchdog() {  # $1: the training step's srun pid. Ends the step when a 
 }
 
 nemotron_srun() {  # srun in the background, so that traps run while it does; then the attempt's end
-  local - rc wd=""
-  set +x
-  command srun "$@" 2> "$NR_DIR/srun-a$NR_ATTEMPT.err" &
-  NR_SRUN_PID=$!
-  if [ "$NR_STALL_TIMEOUT" -gt 0 ]; then nemotron_watchdog "$NR_SRUN_PID" & wd=$!; fi
-  while kill -0 "$NR_SRUN_PID" 2>/dev/null; do wait "$NR_SRUN_PID"; done
-  wait "$NR_SRUN_PID"; rc=$?
-  [ -n "$wd" ] && { kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null; }
-  cat "$NR_DIR/srun-a$NR_ATTEMPT.err" >&2
-  nemotron_attempt_end "$rc"
+  nemotron_srun_start "$@"
+  nemotron_srun_end
 }
 
-nemotron_attempt_end() {  # $1: srun's exit code. Record why the attempt ended; requeue when allowed.
+nemotron_srun_start() {  # start srun in the background (NR_SRUN_PID) and the watchdog next to it
+  local - err="$NR_DIR/srun-a$NR_ATTEMPT.err"
+  set +xeu
+  : > "$err"
+  command srun "$@" 2>> "$err" &
+  NR_SRUN_PID=$!
+  # srun's stderr stays in $err (the failed node is read from it) and reaches the log as it comes
+  tail -n +1 -f --pid="$NR_SRUN_PID" "$err" >&2 &
+  NR_TAIL_PID=$!
+  NR_WATCHDOG_PID=""
+  if [ "$NR_STALL_TIMEOUT" -gt 0 ]; then nemotron_watchdog "$NR_SRUN_PID" & NR_WATCHDOG_PID=$!; fi
+}
+
+nemotron_srun_end() {  # [NODE REASON]: wait for that srun, then nemotron_attempt_end (with NODE, REASON)
+  local - rc
+  set +xeu
+  while kill -0 "$NR_SRUN_PID" 2>/dev/null; do wait "$NR_SRUN_PID"; done
+  wait "$NR_SRUN_PID"; rc=$?
+  [ -n "$NR_WATCHDOG_PID" ] && { kill "$NR_WATCHDOG_PID" 2>/dev/null; wait "$NR_WATCHDOG_PID" 2>/dev/null; }
+  wait "$NR_TAIL_PID" 2>/dev/null  # it ends once srun has and its stderr is shown
+  nemotron_attempt_end "$rc" "$@"
+}
+
+nemotron_attempt_end() {  # $1: srun's exit code; $2 $3: the node and reason of a failure the caller saw.
+  # Record why the attempt ended; requeue when allowed.
   local - rc=$1 kind reason node="" step="" requeue=false by_slurm=false restarts s why
-  set +x
+  set +xeu
   restarts=$(_nr_restarts)
   [ -n "$restarts" ] && [ "$restarts" -gt "$NR_ATTEMPT" ] && by_slurm=true
   if [ -s "$NR_DIR/stall-a$NR_ATTEMPT" ]; then
@@ -168,6 +185,8 @@ nemotron_attempt_end() {  # $1: srun's exit code. Record why the attempt ended; 
     node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     [ -n "$node" ] && kind=node_fail || kind=preempted
     reason="ended by Slurm on $SLURM_JOB_NODELIST${node:+ (down: $node)}; exit code $rc"
+  elif [ -n "$3" ]; then  # the caller ended the step (a Ray job's raylet died under the driver)
+    kind=failed; node=$2; reason="$3; exit code $rc"
   elif [ "$rc" -eq 0 ] && { [ ! -e "$NR_HB/rank-0" ] || [ "$(cut -d' ' -f2 "$NR_HB/rank-0")" = done ]; }; then
     kind=completed; reason="completed"  # (a script without heartbeats: its exit code is all there is)
   elif [ "$rc" -eq 0 ]; then  # srun said 0 but training did not finish: Slurm ended the step (node failure)
