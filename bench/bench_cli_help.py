@@ -7,9 +7,15 @@ wall time, the ratio of the medians to the floor's, and the number of modules
 imported, and checks with ``-X importtime`` that no heavy module (nemo_run, ray,
 torch, wandb, omegaconf, pydantic) is imported. Exits 1 when a median is over
 budget, a ratio over ``--max-ratio``, or a forbidden module is imported. Writes
-``bench/results/cli_help.json``.
+``bench/results/cli_help.json``. ``PYTHONDONTWRITEBYTECODE`` is not passed on:
+the warm-up run writes the ``.pyc`` files an installed package has (with it set,
+every run would compile each module edited since its ``.pyc`` was written).
 
-    .venv/bin/python bench/bench_cli_help.py [--runs 20] [--budget-ms 150] [--max-ratio 1.6]
+    .venv/bin/python bench/bench_cli_help.py [--runs 20] [--budget-ms 150] [--max-ratio 1.6] [--src DIR]
+
+``--src DIR`` measures another source tree of the project (e.g. an older commit
+exported with ``git archive``) with the same venv, through ``PYTHONPATH``;
+``--label`` writes ``cli_help-<label>.json`` instead.
 """
 
 from __future__ import annotations
@@ -76,11 +82,16 @@ def main() -> int:
     parser.add_argument("--budget-ms", type=float, default=150.0)
     parser.add_argument("--max-ratio", type=float, default=1.6,
                         help="largest median / floor median allowed")
+    parser.add_argument("--src", type=Path, help="another source tree of the project to measure")
+    parser.add_argument("--label", default="", help="suffix of the results file")
     args = parser.parse_args()
     if not NEMOTRON.exists():
         print(f"missing {NEMOTRON}: run .venv/bin/pip install -e . --no-deps", file=sys.stderr)
         return 1
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEMOTRON_", "PYTHONPROFILE"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NEMOTRON_", "PYTHONPROFILE")) and k != "PYTHONDONTWRITEBYTECODE"}
+    if args.src is not None:
+        env["PYTHONPATH"] = str(args.src.resolve())
     failed = False
     rows = []
     print(f"{'command':32} {'median':>8} {'p90':>8} {'min':>8} {'floor':>8} {'ratio':>6} {'modules':>8}  forbidden")
@@ -102,9 +113,10 @@ def main() -> int:
                      "modules": len(modules), "forbidden": heavy})
     print(f"budget: median <= {args.budget_ms:.0f} ms and <= {args.max_ratio}x the floor, "
           f"{args.runs} runs each, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}")
-    out = ROOT / "bench" / "results" / "cli_help.json"
+    out = ROOT / "bench" / "results" / (f"cli_help-{args.label}.json" if args.label else "cli_help.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"benchmark": "bench/bench_cli_help.py", "runs": args.runs,
+    out.write_text(json.dumps({"benchmark": "bench/bench_cli_help.py", "argv": sys.argv[1:],
+                               "src": str(args.src.resolve() if args.src else ROOT / "src"), "runs": args.runs,
                                "cpus": os.cpu_count(), "loadavg_at_end": list(os.getloadavg()),
                                "note": "shared machine; compare ratios to the paired floor",
                                "results": rows}, indent=2) + "\n")

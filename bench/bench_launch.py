@@ -87,7 +87,10 @@ def sandbox(tmp: Path, src: Path | None) -> dict[str, str]:
         path.write_text(FAKE.format(name=name, body=body))
         path.chmod(0o755)
     (tmp / "env.toml").write_text(ENV_TOML)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEMOTRON_", "PYTHONPROFILE"))}
+    # Without PYTHONDONTWRITEBYTECODE: the warm-up writes the .pyc files an installed
+    # package has (with it set, each run would compile every module edited since).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NEMOTRON_", "PYTHONPROFILE")) and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(NEMOTRON_HOME=str(home), NEMORUN_HOME=str(tmp / "nemorun"), COLUMNS="200",
                PATH=f"{tmp / 'bin'}{os.pathsep}{env.get('PATH', '')}",
                FAKE_SLURM_LOG=str(tmp / "slurm.log"), NEMOTRON_ENV_FILE=str(tmp / "env.toml"))

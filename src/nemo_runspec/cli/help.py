@@ -1,10 +1,12 @@
-"""Rich help panels for recipe commands.
+"""Help pages of recipe commands and command groups.
 
 :class:`RecipeCommand` replaces Typer's help page for a recipe with: usage, the
 available configs, the env.toml profiles, artifacts, override syntax, global
-options and examples. It only reads small local files (config dir listing,
-env.toml with :mod:`tomllib`) so ``--help`` stays fast: no pydantic, OmegaConf or
-nemo-run here.
+options and examples; :class:`FastHelpGroup` a group's with its commands by
+panel. It only reads small local files (config dir listing, env.toml with
+:mod:`tomllib`) so ``--help`` stays fast: no pydantic, OmegaConf or nemo-run
+here. The pages are blocks of :mod:`nemo_runspec.cli.panels`, which prints them
+as rich would, usually without importing rich.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from typer.core import TyperCommand, TyperGroup
 
 from nemo_runspec.cli.context import GLOBAL_OPTIONS, GlobalContext
+from nemo_runspec.cli.panels import Blank, Block, Cell, Panel, Para, print_blocks, rich_renderables
 from nemo_runspec.env.discovery import (
     ENV_FILE_NAME,
     ENV_FILE_VAR,
@@ -128,138 +132,121 @@ def list_configs(config_dir: Path) -> list[str]:
         return []
 
 
-def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console, *, env_file: str | None = None) -> None:
-    """Print the help page of the recipe ``meta`` invoked as ``command_path``."""
-    from rich.padding import Padding
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
-    def panel(title: str, body: Any) -> None:
-        console.print(Panel(body, title=title, title_align="left", border_style="dim"))
-
-    def grid() -> Table:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold cyan", no_wrap=True)
-        table.add_column()
-        return table
-
+def recipe_help_blocks(meta: RecipeMeta, command_path: str, *, env_file: str | None = None) -> list[Block]:
+    """The help page of the recipe ``meta`` invoked as ``command_path``."""
     usage = f"{command_path} [GLOBAL OPTIONS] [OVERRIDES...] [SCRIPT ARGS...] [-- ARGS...]"
-    console.print(Padding(Text(f"Usage: {usage}", style="bold"), (1, 1, 0, 1)))
-    if meta.description:
-        console.print(Padding(Text(meta.description), (1, 1, 1, 1)))
-    else:
-        console.print()
+    blocks: list[Block] = [Para(f"Usage: {usage}", "bold")]
+    blocks.append(Para(meta.description, padding=(1, 1, 1, 1)) if meta.description else Blank())
 
-    configs = grid()
     names = list_configs(meta.config_dir)
-    for name in names:
-        configs.add_row(Text(name), "(default)" if name == meta.default_config else "")
+    configs: list[tuple[Cell, ...]] = [(name, "(default)" if name == meta.default_config else "") for name in names]
     if not names:
-        configs.add_row("-", f"no *.yaml in {meta.config_dir}")
-    configs.add_row("", Text(f"-c NAME, or -c path/to/file.yaml; dir: {meta.config_dir}", style="dim"))
-    panel("Configs", configs)
+        configs.append(("-", f"no *.yaml in {meta.config_dir}"))
+    configs.append(("", (f"-c NAME, or -c path/to/file.yaml; dir: {meta.config_dir}", "dim")))
+    blocks.append(Panel("Configs", configs))
 
     listing = list_profiles(env_file)
-    profiles = grid()
+    profiles: list[tuple[Cell, ...]] = []
     if listing.error:
-        profiles.add_row("error", Text(listing.error, style="red"))
+        profiles.append(("error", (listing.error, "red")))
     elif listing.path is None:
-        profiles.add_row("none", Text("no env.toml found; looked in: " + ", ".join(listing.looked_in)))
+        profiles.append(("none", "no env.toml found; looked in: " + ", ".join(listing.looked_in)))
     else:
-        for name, executor in listing.profiles:
-            profiles.add_row(Text(name), Text(f"executor={executor}"))
+        profiles += [(name, f"executor={executor}") for name, executor in listing.profiles]
         if not listing.profiles:
-            profiles.add_row("none", "no profiles defined")
-        profiles.add_row("", Text(f"from {listing.path}; use --run PROFILE or --batch PROFILE", style="dim"))
-    profiles.add_row("", Text(PACKAGER_HELP, style="dim"))
-    panel("Env profiles", profiles)
+            profiles.append(("none", "no profiles defined"))
+        profiles.append(("", (f"from {listing.path}; use --run PROFILE or --batch PROFILE", "dim")))
+    profiles.append(("", (PACKAGER_HELP, "dim")))
+    blocks.append(Panel("Env profiles", profiles))
 
     if meta.input_artifacts or meta.output_artifacts:
-        artifacts = grid()
-        for name, text in meta.input_artifacts.items():
-            artifacts.add_row(Text(f"in  {name}"), Text(text))
-        for name, text in meta.output_artifacts.items():
-            artifacts.add_row(Text(f"out {name}"), Text(text))
-        panel("Artifacts", artifacts)
-
-    overrides = grid()
-    for syntax, text in OVERRIDE_SYNTAX:
-        overrides.add_row(syntax, text)
-    panel("Overrides", overrides)
-
-    render_global_options(console)
-
+        blocks.append(Panel("Artifacts", [(f"in  {name}", text) for name, text in meta.input_artifacts.items()]
+                            + [(f"out {name}", text) for name, text in meta.output_artifacts.items()]))
+    blocks.append(Panel("Overrides", list(OVERRIDE_SYNTAX)))
+    blocks.append(global_options_panel())
     if meta.examples:
-        examples = Table.grid()
-        examples.add_column()
-        for example in meta.examples:
-            examples.add_row(Text(example, style="green"))
-        panel("Examples", examples)
+        blocks.append(Panel("Examples", [((example, "green"),) for example in meta.examples]))
+    return blocks
+
+
+def render_recipe_help(meta: RecipeMeta, command_path: str, console: Console | None = None, *,
+                       env_file: str | None = None) -> None:
+    """Print the help page of the recipe ``meta`` invoked as ``command_path``."""
+    _print(recipe_help_blocks(meta, command_path, env_file=env_file), console)
+
+
+def global_options_panel() -> Panel:
+    """The "Global options" panel (shared by every help page)."""
+    rows: list[tuple[Cell, ...]] = [(spelling, text) for spelling, _, text in GLOBAL_OPTIONS]
+    rows.append(("-h, --help", "Show this message and exit"))
+    rows.append(("", ("global options may go before or after the command, not after --", "dim")))
+    return Panel("Global options", rows)
 
 
 def render_global_options(console: Console | None = None) -> None:
-    """Print the "Global options" panel (shared by every help page)."""
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
-    console = console or _console()
-    options = Table.grid(padding=(0, 2))
-    options.add_column(style="bold cyan", no_wrap=True)
-    options.add_column()
-    for spelling, _, text in GLOBAL_OPTIONS:
-        options.add_row(spelling, text)
-    options.add_row("-h, --help", "Show this message and exit")
-    options.add_row("", Text("global options may go before or after the command, not after --", style="dim"))
-    console.print(Panel(options, title="Global options", title_align="left", border_style="dim"))
+    """Print the "Global options" panel."""
+    _print([global_options_panel()], console)
 
 
-def render_group_help(group: Any, ctx: click.Context, console: Console | None = None) -> None:
-    """Help page of a command group: usage, description, commands by panel, options.
+def group_help_blocks(ctx: click.Context, text: str, rows: Iterable[tuple[str, str, str | None]]) -> list[Block]:
+    """Help page of a command group: usage, description ``text``, commands by
+    panel (``rows``: name, one-line help, panel or None for "Commands"), options."""
+    blocks: list[Block] = [Para(f"Usage: {ctx.command_path} [OPTIONS] COMMAND [ARGS]...", "bold")]
+    text = _unescape(text.strip())
+    blocks.append(Para(text, padding=(1, 1, 1, 1)) if text else Blank())
+    panels: dict[str, list[tuple[Cell, ...]]] = {}
+    for name, short, panel in rows:
+        panels.setdefault(panel or "Commands", []).append((name, _unescape(short)))
+    blocks += [Panel(title, panel_rows) for title, panel_rows in panels.items()]
+    blocks.append(Panel("Options", [(", ".join(ctx.help_option_names) or "--help", "Show this message and exit")]))
+    return blocks
 
-    A light replacement for Typer's rich help (which imports Markdown support,
-    ~50 ms) so that ``nemotron --help`` stays within its startup budget.
-    """
-    from rich.padding import Padding
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
 
-    console = console or _console()
-    console.print(Padding(Text(f"Usage: {ctx.command_path} [OPTIONS] COMMAND [ARGS]...", style="bold"), (1, 1, 0, 1)))
-    text = (group.help or "").strip()
-    console.print(Padding(Text(text), (1, 1, 1, 1)) if text else "")
-
-    panels: dict[str, list[tuple[str, str]]] = {}
+def command_rows(group: Any, ctx: click.Context,
+                 listed: Mapping[str, str] | None = None) -> list[tuple[str, str, str | None]]:
+    """(name, one-line help, help panel) of each visible command of ``group``; warns
+    on stderr for each that failed to load. A command in ``listed`` is shown with
+    that help, without being looked up (nor imported)."""
+    rows: list[tuple[str, str, str | None]] = []
     for name in group.list_commands(ctx):
+        if listed is not None and name in listed:
+            rows.append((name, listed[name], None))
+            continue
         command = group.get_command(ctx, name)
         if command is None or getattr(command, "hidden", False):
             continue
-        title = getattr(command, "rich_help_panel", None) or "Commands"
-        short = (command.short_help or (command.help or "").strip().split("\n")[0]).strip()
-        panels.setdefault(title, []).append((name, short))
+        short = short_help(command)
+        rows.append((name, short, getattr(command, "rich_help_panel", None)))
         if short.startswith("failed to load"):
             print(f"warning: '{ctx.command_path} {name}' {short}", file=sys.stderr)
-    for title, rows in panels.items():
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold cyan", no_wrap=True)
-        table.add_column()
-        for name, short in rows:
-            table.add_row(Text(name), Text(short))
-        console.print(Panel(table, title=title, title_align="left", border_style="dim"))
-    names = ", ".join(ctx.help_option_names) or "--help"
-    options = Table.grid(padding=(0, 2))
-    options.add_column(style="bold cyan", no_wrap=True)
-    options.add_column()
-    options.add_row(names, "Show this message and exit")
-    console.print(Panel(options, title="Options", title_align="left", border_style="dim"))
+    return rows
 
 
-def _console() -> Console:
-    from rich.console import Console
+def short_help(command: Any) -> str:
+    """The one line a group's help shows for ``command``."""
+    return (command.short_help or (command.help or "").strip().split("\n")[0]).strip()
 
-    return Console(highlight=False)
+
+def render_group_help(group: Any, ctx: click.Context, console: Console | None = None) -> None:
+    """Print the help page of a command group (:func:`group_help_blocks`).
+
+    A light replacement for Typer's rich help (which imports Markdown support and
+    rich's renderer, ~50 ms) so that ``--help`` stays within its startup budget.
+    """
+    _print(group_help_blocks(ctx, group.help or "", command_rows(group, ctx)), console)
+
+
+def _unescape(text: str) -> str:
+    """Help written for Typer's rich markup mode shows ``\\[`` as ``[`` (as Typer does)."""
+    return text.replace("\\[", "[")
+
+
+def _print(blocks: list[Block], console: Console | None) -> None:
+    if console is None:
+        print_blocks(blocks)
+    else:
+        for renderable in rich_renderables(blocks):
+            console.print(renderable)
 
 
 class FastHelpMixin:
@@ -287,8 +274,27 @@ class FastHelpGroup(FastHelpMixin, TyperGroup):
     commands whose module is imported on first lookup (``resolve_lazy``, see
     :meth:`~nemo_runspec.cli.recipe_typer.RecipeTyper.add_command_module`)."""
 
+    #: Called once, before the first lookup whose result it could change: a lookup
+    #: of a name that is not a command (``nemotron`` sets it to add the commands of
+    #: recipes found without a command file, which never replace a command, so
+    #: looking up one needs no search).
+    before_lookup: Any = None
+
+    def _prepare(self) -> None:
+        hook = self.__dict__.pop("before_lookup", None)
+        if hook is not None:
+            hook()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands, in the order they were added (generated ones last)."""
+        self._prepare()
+        return super().list_commands(ctx)
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """The command ``cmd_name``, loading its module first if it was registered lazily."""
+        known = self.commands.get(cmd_name)
+        if known is None or hasattr(known, "commands"):
+            self._prepare()  # a group may get generated commands too
         command = super().get_command(ctx, cmd_name)
         resolve = getattr(command, "resolve_lazy", None)
         if resolve is not None:
@@ -310,7 +316,7 @@ class RecipeCommand(FastHelpMixin, TyperCommand):
         """Print the recipe help panels (directly, like Typer's rich help)."""
         root = ctx.find_root().obj
         env_file = root.env_file if isinstance(root, GlobalContext) else None
-        render_recipe_help(self.meta, ctx.command_path, _console(), env_file=env_file)
+        render_recipe_help(self.meta, ctx.command_path, env_file=env_file)
 
 
 def recipe_command_class(meta: RecipeMeta) -> type[RecipeCommand]:

@@ -21,6 +21,8 @@ __all__ = [
     "FastHelpCommand",
     "FastHelpGroup",
     "FastHelpMixin",
+    "LazyCommand",
+    "LazyGroup",
     "LazyRecipeCommand",
     "RecipeMeta",
     "RecipeTyper",
@@ -111,6 +113,29 @@ class RecipeTyper(typer.Typer):
             rich_help_panel=rich_help_panel,
         )(placeholder)
 
+    def add_lazy_typer(self, name: str, module: str, attr: str = "app", *,
+                       rich_help_panel: str | None = None) -> None:
+        """Add the Typer app ``module.attr`` as the group ``name`` (like ``add_typer``),
+        importing ``module`` only when the group is looked up (it runs, or this
+        group's ``--help`` lists it). A module that fails to import becomes a stub
+        (:meth:`add_failed_command`) at that point."""
+        lazy = (name, module, attr, rich_help_panel, None)
+        placeholder = RecipeTyper(cls=type(f"LazyGroup_{name}", (LazyGroup,), {"lazy": lazy}))
+        self.add_typer(placeholder, name=name, rich_help_panel=rich_help_panel)
+
+    def add_lazy_command(self, name: str, module: str, attr: str, *, rich_help_panel: str | None = None,
+                         context_settings: dict[str, Any] | None = None) -> None:
+        """Register the function ``module.attr`` as the command ``name`` (like
+        ``self.command(name, ...)(function)``), importing ``module`` only when the
+        command is looked up; a module that fails to import becomes a stub."""
+        lazy = (name, module, attr, rich_help_panel, context_settings)
+
+        def placeholder(ctx: typer.Context) -> None:  # replaced before it could run
+            raise RuntimeError(f"{module}.{attr} was not loaded")
+
+        self.command(name=name, cls=type(f"LazyCommand_{name}", (LazyCommand,), {"lazy": lazy}),
+                     context_settings=dict(RECIPE_CONTEXT_SETTINGS), rich_help_panel=rich_help_panel)(placeholder)
+
     def add_failed_command(
         self, name: str, error: BaseException | str, *, rich_help_panel: str | None = None
     ) -> None:
@@ -167,3 +192,51 @@ class LazyRecipeCommand(FastHelpCommand):
         command = typer.main.get_command(app)  # one command, no callback: the command itself
         command.name = name
         return command
+
+
+def _resolve(lazy: tuple[str, str, str, str | None, dict[str, Any] | None], group: bool) -> Any:
+    """The click command of ``module.attr`` (a group when ``group``), or a stub
+    reporting why its module did not import."""
+    import importlib
+
+    name, module, attr, panel, settings = lazy
+    app = RecipeTyper()
+    try:
+        target = getattr(importlib.import_module(module), attr)
+    except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
+        app.add_failed_command(name, exc, rich_help_panel=panel)
+        command = typer.main.get_command(app)
+    else:
+        if group:
+            command = typer.main.get_group(target)
+        else:
+            app.command(name=name, rich_help_panel=panel, context_settings=settings)(target)
+            command = typer.main.get_command(app)
+    command.name = name
+    if panel is not None:
+        command.rich_help_panel = panel
+    return command
+
+
+class LazyGroup(FastHelpGroup):
+    """Stands in for a group added with :meth:`RecipeTyper.add_lazy_typer` until its
+    parent looks it up (:meth:`FastHelpGroup.get_command` calls :meth:`resolve_lazy`)."""
+
+    #: (group name, module, attribute, rich help panel, None); set per group
+    lazy: tuple[str, str, str, str | None, dict[str, Any] | None]
+
+    def resolve_lazy(self) -> Any:
+        """The real group (``typer.main.get_group`` of the app), or a stub."""
+        return _resolve(self.lazy, group=True)
+
+
+class LazyCommand(FastHelpCommand):
+    """Stands in for a command registered with :meth:`RecipeTyper.add_lazy_command`
+    until its group looks it up."""
+
+    #: (command name, module, attribute, rich help panel, context settings); set per command
+    lazy: tuple[str, str, str, str | None, dict[str, Any] | None]
+
+    def resolve_lazy(self) -> Any:
+        """The real command, or a stub."""
+        return _resolve(self.lazy, group=False)

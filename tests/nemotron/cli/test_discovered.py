@@ -88,3 +88,17 @@ def test_nemotron_run_script(tmp_path: Path) -> None:
     assert missing.returncode == 2 and missing.stderr.strip() == f"error: {tmp_path / 'nothere.py'}: script not found"
     broken = _run(tmp_path, "run", str(rdir / "team" / "broken.py"))
     assert broken.returncode == 2 and "unknown key 'nodez'" in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_a_recipe_under_a_command_is_a_warning_where_its_group_is_listed(tmp_path: Path) -> None:
+    """`nano3/pretrain/extra` cannot be a command (`nano3 pretrain` is one): said when
+    nano3's commands are listed; `nano3 pretrain` itself runs without searching."""
+    (tmp_path / "r" / "config").mkdir(parents=True)
+    (tmp_path / "r" / "x.py").write_text(GOOD.replace("team/hello", "nano3/pretrain/extra"))
+    (tmp_path / "r" / "config" / "default.yaml").write_text("a: 1\n")
+    listed = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "--help")
+    assert listed.returncode == 0, listed.stderr
+    warnings = [line for line in listed.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "'nano3 pretrain' is a command, not a group" in warnings[0]
+    helped = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "pretrain", "--help")
+    assert helped.returncode == 0 and "warning" not in helped.stderr

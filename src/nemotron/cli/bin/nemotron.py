@@ -1,11 +1,13 @@
 """`nemotron`: the main app and console entry point.
 
 Global options are pulled out of argv (:func:`split_global_args`) before Typer
-sees it, so they work before or after the subcommand. Command groups are
-imported lazily, when listed (``--help``) or invoked; a group whose import fails
-is replaced by a stub that reports the error. Recipe scripts without a command
-file get a generated one (:mod:`nemotron.cli.discovered`), added to the group
-their runspec name starts with (or a new one).
+sees it, so they work before or after the subcommand. ``nemotron --help`` lists
+the command groups from :data:`GROUPS` (name and one-line help) without
+importing them; a group is imported when it is invoked or its own help is
+asked for, and one whose import fails is reported then: one line, exit 1 (its
+own error, exit 2, when it is a broken runspec). Recipe scripts without a
+command file get a generated one (:mod:`nemotron.cli.discovered`), added to the
+group their runspec name starts with (or a new one, listed by ``--help``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -23,17 +25,33 @@ from nemo_runspec.cli.context import GlobalContext, split_global_args
 from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
 from nemo_runspec.errors import ExecutionError, NemoRunspecError
 
-#: name -> (module, attribute holding a typer.Typer, optional). Optional groups
-#: whose module does not exist are skipped; every other failure shows a stub.
-GROUPS: dict[str, tuple[str, str, bool]] = {
-    "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False),
-    "evaluate": ("nemotron.cli.commands.evaluate", "app", False),
-    "runspec": ("nemotron.cli.commands.runspec", "app", False),
-    "env": ("nemotron.cli.commands.env", "app", False),
-    "kit": ("nemotron.cli.kit", "app", False),
-    "jobs": ("nemotron.cli.commands.jobs", "app", False),
-    "steps": ("nemotron.cli.commands.steps", "app", False),
-    "run": ("nemotron.cli.commands.run", "app", False),
+#: name -> (module, attribute holding a typer.Typer or a click command, optional,
+#: one-line help). ``nemotron --help`` shows the one-line help without importing
+#: the module (``tests/nemotron/cli/test_root_help.py`` checks that it is the
+#: group's own). An entry of three items (no help) or an optional one is
+#: imported to be listed; an optional group whose module does not exist is left
+#: out. Every other import failure is reported when the group is used.
+GROUPS: dict[str, tuple[Any, ...]] = {
+    "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False,
+              "Nemotron 3 Nano recipes: pretrain, sft, rl and data prep."),
+    "evaluate": ("nemotron.cli.commands.evaluate", "app", False,
+                 "Evaluate MODEL: an artifact or a checkpoint path (NeMo Evaluator; the CPU fallback "
+                 "for tiny models)."),
+    "runspec": ("nemotron.cli.commands.runspec", "app", False,
+                "Inspect and validate the \\[tool.runspec] metadata of recipe scripts."),
+    "env": ("nemotron.cli.commands.env", "app", False,
+            "Inspect env.toml execution profiles (used by --run/--batch). The file is the global "
+            "--env-file, else $NEMOTRON_ENV_FILE, else the nearest env.toml from the current "
+            "directory up to the project root."),
+    "kit": ("nemotron.cli.kit", "app", False,
+            "Kit utilities: preflight checks of a profile, image squashing."),
+    "jobs": ("nemotron.cli.commands.jobs", "app", False,
+             "List, inspect, follow and cancel the Slurm jobs and pipes submitted from here "
+             "(recorded in $NEMOTRON_HOME/jobs/submissions.jsonl)."),
+    "steps": ("nemotron.cli.commands.steps", "app", False,
+              "The registered pipeline steps: list them, show one, run one."),
+    "run": ("nemotron.cli.commands.run", "app", False,
+            "Run any script with a [tool.runspec] block (no CLI code needed)."),
 }
 
 
@@ -53,20 +71,23 @@ def _exit_code(exc: NemoRunspecError) -> int:
 def _failed_group(name: str, error: BaseException) -> Any:
     """A stand-in command for a group that failed to import.
 
-    Running it raises ``error`` itself when it is one of ours (a broken runspec
-    is exit 2 with its file and line), else an ``ExecutionError`` (exit 1).
+    Using it (running it or asking for its help) raises ``error`` itself when it
+    is one of ours (a broken runspec is exit 2 with its file and line), else an
+    ``ExecutionError`` (exit 1): :meth:`NemotronGroup.resolve_command` raises
+    :attr:`load_error`. Group listings of a group without one-line help in
+    :data:`GROUPS` show it as ``failed to load: ...``.
     """
     message = f"failed to load: {type(error).__name__}: {error}"
     stub = typer.Typer(add_completion=False)
+    load_error = error if isinstance(error, NemoRunspecError) else ExecutionError(f"command group '{name}' {message}")
 
     @stub.command(name=name, help=message, context_settings=dict(RECIPE_CONTEXT_SETTINGS))
     def failed(ctx: typer.Context) -> None:
-        if isinstance(error, NemoRunspecError):
-            raise error
-        raise ExecutionError(f"command group '{name}' {message}")
+        raise load_error
 
     command = typer.main.get_command(stub)
     command.name = name
+    command.load_error = load_error
     return command
 
 
@@ -82,7 +103,7 @@ class NemotronGroup(FastHelpGroup):
     def _load(self, name: str) -> Any:
         if name in self._loaded:
             return self._loaded[name]
-        module_name, attr, optional = GROUPS[name]
+        module_name, attr, optional = GROUPS[name][:3]
         command: Any
         try:
             module = importlib.import_module(module_name)
@@ -93,9 +114,7 @@ class NemotronGroup(FastHelpGroup):
             command = typer.main.get_command(sub) if isinstance(sub, typer.Typer) else sub
             command.name = name
             if hasattr(command, "commands") and name != "run":
-                from nemotron.cli.discovered import attach, discovery_for
-
-                attach(command, (name,), discovery_for(self._root_ctx))
+                self._defer_attach(command, name)
         except Exception as exc:  # noqa: BLE001 - reported, not hidden
             if optional and isinstance(exc, ModuleNotFoundError) and exc.name == module_name:
                 command = None
@@ -107,13 +126,45 @@ class NemotronGroup(FastHelpGroup):
         self._loaded[name] = command
         return command
 
+    def _defer_attach(self, group: Any, name: str) -> None:
+        """Add the commands of recipes found under ``name`` to ``group``: when it first
+        looks up a name it does not have (or lists its commands), so that running
+        one of its own commands (``nemotron nano3 pretrain``) does not search the
+        recipe dirs; at once for a group that is not a :class:`FastHelpGroup`. A
+        recipe that cannot become a command there (its path runs through a
+        command) is a ``warning:`` line then."""
+        root = self
+
+        def attach_found() -> None:
+            from nemotron.cli.discovered import attach, discovery_for
+
+            found = discovery_for(root._root_ctx)
+            known = len(found.problems)
+            attach(group, (name,), found)
+            for problem in found.problems[known:]:
+                print(f"warning: {problem}", file=sys.stderr)
+
+        if isinstance(group, FastHelpGroup):
+            group.before_lookup = attach_found
+        else:
+            attach_found()
+
+    def listed_help(self, name: str) -> str | None:
+        """The one-line help of :data:`GROUPS` that lists ``name`` without importing it
+        (None: the group is to be imported to be listed, or already is)."""
+        entry = GROUPS.get(name)
+        if entry is None or len(entry) < 4 or entry[2] or name in self._loaded or name in self.commands:
+            return None
+        return entry[3]
+
     def list_commands(self, ctx: typer.Context) -> list[str]:
-        """Eager commands, every registered group that loads (or failed to), then the
-        groups and commands of recipes found without a command file."""
+        """Eager commands, every registered group (those without one-line help if they
+        load or failed to), then the groups and commands of recipes found without a
+        command file."""
         self._root_ctx = ctx
         names = list(super().list_commands(ctx))
         for name in GROUPS:
-            if name not in names and self._load(name) is not None:
+            if name not in names and (self.listed_help(name) is not None or self._load(name) is not None):
                 names.append(name)
         from nemotron.cli.discovered import discovery_for, top_level
 
@@ -137,25 +188,32 @@ class NemotronGroup(FastHelpGroup):
 
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
         """Click's lookup; an unknown command also reports the recipe dirs' problems
-        (a recipe dir that does not exist may be why)."""
+        (a recipe dir that does not exist may be why), and a group that failed to
+        import raises its error (one line) whatever follows it, ``--help`` included."""
         try:
-            return super().resolve_command(ctx, args)
+            name, command, rest = super().resolve_command(ctx, args)
         except Exception:
             from nemotron.cli.discovered import discovery_for, report
 
             report(discovery_for(ctx))
             raise
+        load_error = getattr(command, "load_error", None)
+        if load_error is not None:
+            raise load_error
+        return name, command, rest
 
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:
-        """Group help (warns on stderr for each group that failed to load and each
-        problem finding recipe scripts), then globals."""
-        super().format_help(ctx, formatter)
+        """Usage, the groups (from :data:`GROUPS`, not imported) and the recipes' groups,
+        options and global options; a warning on stderr for each problem finding
+        recipe scripts (and each group that is imported to be listed and fails)."""
+        from nemo_runspec.cli.help import command_rows, global_options_panel, group_help_blocks
+        from nemo_runspec.cli.panels import print_blocks
         from nemotron.cli.discovered import discovery_for, report
 
+        listed = {name: text for name in GROUPS if (text := self.listed_help(name)) is not None}
+        rows = command_rows(self, ctx, listed)
         report(discovery_for(ctx))
-        from nemo_runspec.cli.help import render_global_options
-
-        render_global_options()
+        print_blocks([*group_help_blocks(ctx, self.help or "", rows), global_options_panel()])
 
     def main(  # type: ignore[override]
         self,
@@ -276,8 +334,75 @@ def _root(ctx: typer.Context) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
-    """Console entry point: ``nemotron [GLOBAL OPTIONS] COMMAND ...``."""
+    """``nemotron [GLOBAL OPTIONS] COMMAND ...``; ends with ``SystemExit`` (the exit code)."""
     return app(args=None if argv is None else list(argv), prog_name="nemotron")
+
+
+def console_main() -> NoReturn:
+    """The ``nemotron`` console script: :func:`main`, and for a help page or a launch
+    (``--dry-run``, ``--batch``, ``--run``) a quick end of the process.
+
+    After ``main`` returns, Python's own shutdown tears down every module and frees
+    every object: 0.15-0.3 s after a Slurm dry run or submission (nemo-run,
+    OmegaConf and pydantic bring some 900 modules), 10-15 ms after a help page:
+    a fifth of what a dry run may take, a tenth of a help page. For those commands
+    this does what an exit must still do, in the interpreter's order: threading's
+    exit callbacks and a join of the threads that are not daemons
+    (``threading._shutdown``), the ``atexit`` handlers (logging flushes its
+    handlers, paramiko joins its transport threads, weakref finalizers such as a
+    ``TemporaryDirectory``'s clean-up run), flushes stdout and stderr; then
+    ``os._exit``. What it skips, destructors of objects still alive and module
+    teardown, is nothing these commands rely on: they write their files in
+    ``with`` blocks. Every other command (a local run, data prep, ``jobs``) exits
+    the usual way, and so does everything that calls :func:`main` itself (the
+    tests, in-process through CliRunner or in a subprocess): only this entry
+    point, the last frame of the process, ends it early.
+    """
+    try:
+        main()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
+    if not _quick_exit_allowed(sys.argv[1:]):
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xFF
+    else:  # as sys.exit(): the object printed on stderr, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    import atexit
+    import threading
+
+    # What Py_FinalizeEx does first: threading's own exit callbacks (which tell idle
+    # concurrent.futures workers to stop), then a join of every non-daemon thread.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:  # pragma: no cover - CPython has it
+        for thread in threading.enumerate():
+            if thread is not threading.main_thread() and not thread.daemon:
+                thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # e.g. `nemotron ... | head`: as Python's own exit, status 120
+            status = status or 120
+    os._exit(status)
+
+
+def _quick_exit_allowed(argv: list[str]) -> bool:
+    """True for a help page or a launch: see :func:`console_main`."""
+    try:
+        gctx, rest = split_global_args(argv)
+    except NemoRunspecError:
+        return False
+    if not rest or "-h" in rest or "--help" in rest:
+        return True
+    return gctx.dry_run or gctx.run is not None or gctx.batch is not None
 
 
 if __name__ == "__main__":

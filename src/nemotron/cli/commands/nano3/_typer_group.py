@@ -1,7 +1,8 @@
 """The `nemotron nano3` command tree, registered with :class:`RecipeTyper`.
 
-Each command module is imported on its own: one that fails to import becomes a
-stub command that reports the error instead of vanishing from ``--help``.
+Each command module is imported on its own, when the command is looked up: one
+that fails to import becomes a stub command that reports the error instead of
+vanishing from ``--help``.
 """
 
 from __future__ import annotations
@@ -29,27 +30,14 @@ for _target, _name, _module, _panel in COMMANDS:
     _target.add_command_module(_name, _module, rich_help_panel=_panel)
 
 data_app.add_typer(prep_app, name="prep")
-try:
-    from nemotron.cli.commands.nano3.data.import_ import app as import_app
-except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
-    data_app.add_failed_command("import", exc)
-else:
-    data_app.add_typer(import_app, name="import")
+# Imported when looked up (`nemotron nano3 pretrain` needs none of them); one that
+# fails to import is a stub reporting why, never dropped.
+data_app.add_lazy_typer("import", f"{_PKG}.data.import_")
 app.add_typer(data_app, name="data", rich_help_panel="Data")
 model_app = RecipeTyper(name="model", help="Model commands: import an existing checkpoint, evaluate one.")
 model_app.add_command_module("eval", f"{_PKG}.eval")
-try:
-    from nemotron.cli.commands.nano3.model.import_ import app as model_import_app
-except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
-    model_app.add_failed_command("import", exc)
-else:
-    model_app.add_typer(model_import_app, name="import")
+model_app.add_lazy_typer("import", f"{_PKG}.model.import_")
 app.add_typer(model_app, name="model", rich_help_panel="Models")
-try:
-    from nemotron.cli.commands.nano3.pipe import pipe as _pipe
-except Exception as exc:  # noqa: BLE001 - reported as a stub, never dropped
-    app.add_failed_command("pipe", exc, rich_help_panel="Pipelines")
-else:
-    app.command("pipe", rich_help_panel="Pipelines",
-                context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                  "help_option_names": ["-h", "--help"]})(_pipe)
+app.add_lazy_command("pipe", f"{_PKG}.pipe", "pipe", rich_help_panel="Pipelines",
+                     context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                       "help_option_names": ["-h", "--help"]})
