@@ -377,13 +377,8 @@ def console_main() -> NoReturn:
 
     # What Py_FinalizeEx does first: threading's own exit callbacks (which tell idle
     # concurrent.futures workers to stop), then a join of every non-daemon thread.
-    shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None:
-        shutdown()
-    else:  # pragma: no cover - CPython has it
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
+    # (CPython's own function for it, as every CPython since 3.0 has.)
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
