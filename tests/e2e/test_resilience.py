@@ -25,11 +25,12 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+
+from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -49,16 +50,8 @@ class Home:
 
     def __init__(self, root: Path, cluster) -> None:
         self.root = root
-        env_toml = root / "env.toml"
-        env_toml.write_text(textwrap.dedent(f"""
-            [res]
-            executor = "slurm"
-            account = "{cluster.account}"
-            partition = "{cluster.default_partition}"
-            container_image = ""
-            gpus_per_node = 0
+        self.env = cli_env(root, cluster, f"""
             nodes = 1
-            time = "00:15:00"
             env_vars = {{ NEMOTRON_TEST_STEP_DELAY = "0.25" }}
 
             [res.resilience]
@@ -74,11 +67,7 @@ class Home:
             [res-once]
             extends = "res"
             resilience = {{ max_restarts = 1, signal_before = 60, stall_timeout = {STALL_TIMEOUT} }}
-        """))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-        self.env.update(NEMOTRON_HOME=str(root / "nhome"), NEMOTRON_ENV_FILE=str(env_toml),
-                        NEMOTRON_ARTIFACTS_ROOT=str(root / "registry"), NEMORUN_HOME=str(root / "nhome" / "nr"),
-                        COLUMNS="250", TERM="dumb")
+        """, name="res", time="00:15:00")
         prep = self.nemotron("nano3", "data", "prep", "pretrain", "-c", "tiny")
         assert prep.returncode == 0, prep.stderr[-2000:]
 

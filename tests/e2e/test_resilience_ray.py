@@ -12,15 +12,14 @@ requeued job for its credential lifetime (~120 s) before the next attempt.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from .helpers import cli_env
 from .test_resilience import Job, _finished, _run, _wait
 
 pytestmark = [pytest.mark.slurm]
@@ -37,29 +36,17 @@ class Home:
 
     def __init__(self, root: Path, cluster) -> None:
         self.root = root
-        env_toml = root / "env.toml"
-        env_toml.write_text(textwrap.dedent(f"""
-            [res]
-            executor = "slurm"
-            account = "{cluster.account}"
-            partition = "{cluster.default_partition}"
-            container_image = ""
-            gpus_per_node = 0
+        self.env = cli_env(root, cluster, """
             nodes = 1
-            time = "00:15:00"
             ray_timeout = 240
-            env_vars = {{ NEMOTRON_TEST_STEP_DELAY = "0.3" }}
+            env_vars = { NEMOTRON_TEST_STEP_DELAY = "0.3" }
 
             [res.resilience]
             max_restarts = 2
             signal_before = 60
             stall_timeout = 60
             startup_timeout = 300
-        """))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-        self.env.update(NEMOTRON_HOME=str(root / "nhome"), NEMOTRON_ENV_FILE=str(env_toml),
-                        NEMOTRON_ARTIFACTS_ROOT=str(root / "registry"), NEMORUN_HOME=str(root / "nhome" / "nr"),
-                        COLUMNS="250", TERM="dumb")
+        """, name="res", time="00:15:00")
         prep = self.nemotron("nano3", "data", "prep", "rl", "-c", "tiny")
         assert prep.returncode == 0, prep.stderr[-2000:]
 
