@@ -178,44 +178,50 @@ class LazyRecipeCommand(FastHelpCommand):
 
     def resolve_lazy(self) -> Any:
         """The real click command: the module's recipe command, or a stub if it fails to import."""
-        import importlib
-
         name, module, panel = self.lazy
-        app = RecipeTyper()
-        try:
-            mod = importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
-            app.add_failed_command(name, exc, rich_help_panel=panel)
-        else:
+
+        def register(app: RecipeTyper, mod: Any) -> Any:
             spec = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
             app.add_recipe_command(getattr(mod, name), spec=spec, rich_help_panel=panel, name=name)
-        command = typer.main.get_command(app)  # one command, no callback: the command itself
-        command.name = name
-        return command
+            return typer.main.get_command(app)  # one command, no callback: the command itself
+
+        return _resolve(name, module, panel, register)
 
 
-def _resolve(lazy: tuple[str, str, str, str | None, dict[str, Any] | None], group: bool) -> Any:
-    """The click command of ``module.attr`` (a group when ``group``), or a stub
-    reporting why its module did not import."""
+def _resolve(name: str, module: str, panel: str | None, register: Callable[[RecipeTyper, Any], Any],
+             attr: str | None = None) -> Any:
+    """The click command ``register(app, target)`` returns for ``module`` (or its
+    ``attr``), named ``name``; or a stub reporting why that did not import (one loader
+    for every lazy kind)."""
     import importlib
 
-    name, module, attr, panel, settings = lazy
     app = RecipeTyper()
     try:
-        target = getattr(importlib.import_module(module), attr)
+        target = importlib.import_module(module)
+        if attr is not None:
+            target = getattr(target, attr)
     except Exception as exc:  # noqa: BLE001 - any import failure becomes a visible stub
         app.add_failed_command(name, exc, rich_help_panel=panel)
         command = typer.main.get_command(app)
     else:
-        if group:
-            command = typer.main.get_group(target)
-        else:
-            app.command(name=name, rich_help_panel=panel, context_settings=settings)(target)
-            command = typer.main.get_command(app)
+        command = register(app, target)
     command.name = name
     if panel is not None:
         command.rich_help_panel = panel
     return command
+
+
+def _resolve_attr(lazy: tuple[str, str, str, str | None, dict[str, Any] | None], group: bool) -> Any:
+    """The click command of ``module.attr`` (a group when ``group``), or a stub."""
+    name, module, attr, panel, settings = lazy
+
+    def register(app: RecipeTyper, target: Any) -> Any:
+        if group:
+            return typer.main.get_group(target)
+        app.command(name=name, rich_help_panel=panel, context_settings=settings)(target)
+        return typer.main.get_command(app)
+
+    return _resolve(name, module, panel, register, attr)
 
 
 class LazyGroup(FastHelpGroup):
@@ -227,7 +233,7 @@ class LazyGroup(FastHelpGroup):
 
     def resolve_lazy(self) -> Any:
         """The real group (``typer.main.get_group`` of the app), or a stub."""
-        return _resolve(self.lazy, group=True)
+        return _resolve_attr(self.lazy, group=True)
 
 
 class LazyCommand(FastHelpCommand):
@@ -239,4 +245,4 @@ class LazyCommand(FastHelpCommand):
 
     def resolve_lazy(self) -> Any:
         """The real command, or a stub."""
-        return _resolve(self.lazy, group=False)
+        return _resolve_attr(self.lazy, group=False)
