@@ -49,14 +49,14 @@ _nr_row() {  # $1: an attempt. "STATE|NODES" of its accounting row (one row per 
   echo "$line"
 }
 
-_nr_lost_nodes() {  # $1: an attempt Slurm ended, $2: its nodes. The nodes it lost.
+_nr_lost_nodes() {  # $1: an attempt Slurm ended, $2: its nodes [, $3: its _nr_row if read]. The nodes it lost.
   local bad line
   bad=$(_nr_bad_nodes "$2")
   [ -n "$bad" ] && { echo "$bad"; return; }
   # A site with ReturnToService=2 puts a downed node back at its next ping, before this
   # runs; accounting still says NODE_FAIL. Of a multi-node allocation it does not say
   # which node failed: then none is excluded.
-  line=$(_nr_row "$1")
+  line=${3:-$(_nr_row "$1")}
   case "$line" in
     NODE_FAIL\|*,* | NODE_FAIL\|*\[*) ;;
     NODE_FAIL\|*) echo "${line#*|}" ;;
@@ -84,7 +84,7 @@ nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended wit
   if [ "$NR_ATTEMPT" -gt 0 ] && ! grep -q "\"event\": \"end\", \"attempt\": $prev," "$NR_DIR/attempts.jsonl" 2>/dev/null; then
     line=$(_nr_row "$prev")
     state=${line%%|*}; state=${state%% *}; nodes=${line#*|}
-    bad=$(_nr_lost_nodes "$prev" "$nodes")
+    bad=$(_nr_lost_nodes "$prev" "$nodes" "$line")
     [ "$state" = NODE_FAIL ] && kind=node_fail || kind=requeued
     [ -n "$bad" ] && _nr_exclude "$bad"
     NR_ATTEMPT=$prev _nr_record end kind "$(_nr_str "$kind")" \
