@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec.slurm import resilience
+
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
@@ -188,11 +190,23 @@ def test_warning_or_requeue_checkpoints_requeues_and_resumes_exactly(runs, name,
     assert job.digests() == ref.digests()  # the final weights of both ranks
 
 
+def _trained(job: Job) -> tuple[list[dict], list[dict]]:
+    """The ends and starts of the attempts that ran, after checking that any attempt the
+    helper moved (Slurm placed it on an excluded node) was on one, and ran nothing."""
+    ends, starts = job.ends(), job.starts()
+    moved = {e["attempt"] for e in ends if e["kind"] == "moved"}
+    for s in starts:
+        if s["attempt"] in moved:
+            assert s["nodes"] in s["exclude"].split(","), job.records()
+            assert not job.steps(s["attempt"])
+    return ([e for e in ends if e["attempt"] not in moved], [s for s in starts if s["attempt"] not in moved])
+
+
 def test_stalled_rank_is_ended_named_excluded_and_the_job_finishes(runs):
     job = runs["stall"]
     assert job.final_state() == "COMPLETED"
-    ends, starts = job.ends(), job.starts()
-    assert [e["kind"] for e in ends] == ["stall", "completed"], ends
+    ends, starts = _trained(job)
+    assert [e["kind"] for e in ends] == ["stall", "completed"], job.records()
     node = ends[0]["node"]
     assert node and node == starts[0]["nodes"]
     assert "rank 1 on " + node in ends[0]["reason"] and "step 7" in ends[0]["reason"]
@@ -241,14 +255,49 @@ def test_node_marked_down_under_a_running_job(tmp_path, slurm_cluster, back_at_o
             _run(["scontrol", "update", f"nodename={node}", "state=resume"])
         _run(["scancel", job.id])
     assert job.final_state() == "COMPLETED"
-    ends, starts = job.ends(), job.starts()
+    ends, starts = _trained(job)
     assert [e["kind"] for e in ends] == ["node_fail", "completed"], job.records()
     assert ends[0]["node"] == node
     assert starts[1]["exclude"] == node and starts[1]["nodes"] != node
     status = home.nemotron("jobs", "status", job.id)
     assert f"attempt 0 on {node}" in status.stdout and "-> requeued" in status.stdout
     listing = home.nemotron("jobs", "list")
-    assert "ATTEMPTS" in listing.stdout and f"2: node_fail {node}" in listing.stdout
+    assert "ATTEMPTS" in listing.stdout and f": node_fail {node}" in listing.stdout
+
+
+def test_requeue_from_inside_excludes_the_node_though_slurm_terms_every_process(tmp_path, slurm_cluster):
+    """``scontrol requeue`` makes Slurm send TERM to every process of the job, the helper's own
+    short-lived commands included; the exclusion that follows must still reach Slurm. Several
+    jobs at once, since which command the TERM lands on is a matter of timing."""
+    (tmp_path / "resilience.sh").write_text(resilience.script_text())
+    body = f"""#!/bin/bash
+export NR_DIR={tmp_path}/r$SLURM_JOB_ID NR_MAX_RESTARTS=3 NR_STALL_TIMEOUT=0 NR_STARTUP_TIMEOUT=60 NR_MAX_EXCLUDED=2
+mkdir -p "$NR_DIR"
+. {tmp_path}/resilience.sh
+trap 'nemotron_on_signal TERM' TERM
+[ "${{SLURM_RESTART_COUNT:-0}}" -gt 0 ] && exit 0
+_nr_exclude "$SLURMD_NODENAME"
+_nr_requeue false
+"""
+    (tmp_path / "job.sh").write_text(body)
+    ids = [slurm_cluster.sbatch("--requeue", "-t", "5", "-o", str(tmp_path / "%j.out"), str(tmp_path / "job.sh"))
+           for _ in range(10)]
+    try:
+        def requeued(job_id: str) -> bool:
+            show = _show(job_id)
+            return "JobState=PENDING" in show and "Restarts=1" in show
+        _wait(lambda: all(requeued(i) for i in ids), 120, "every job to requeue itself",
+              lambda: "; ".join(f"{i}: {_show(i)[:200]}" for i in ids))
+        for job_id in ids:
+            node = (tmp_path / f"r{job_id}" / "excluded").read_text().strip()
+            assert node in slurm_cluster.nodes
+            assert f"ExcNodeList={node} " in _show(job_id), (tmp_path / f"{job_id}.out").read_text()
+    finally:
+        _run(["scancel", *ids])
+
+
+def _show(job_id: str) -> str:
+    return _run(["scontrol", "show", "job", "-o", job_id]).stdout
 
 
 def test_jobs_list_over_50_jobs_is_one_accounting_call_and_unknown_is_unknown(tmp_path, slurm_cluster):

@@ -4,6 +4,7 @@
 # The functions work under the caller's `set -euo pipefail` (the Ray template's) and `set -x`.
 NR_ATTEMPT=${SLURM_RESTART_COUNT:-0}
 NR_HB="$NR_DIR/heartbeat/a$NR_ATTEMPT"
+NR_FREE_MOVES=3  # moves off an excluded node that do not count as restarts (then they do)
 
 _nr_str() {  # a JSON string (our values are node names, numbers and our own words)
   local s=${1//\\/\\\\}
@@ -63,6 +64,33 @@ _nr_lost_nodes() {  # $1: an attempt Slurm ended, $2: its nodes [, $3: its _nr_r
   esac
 }
 
+_nr_requeue() {  # $1: true when Slurm requeued the job itself. Requeue it, away from the excluded nodes.
+  local excluded tries
+  # Slurm's requeue sends TERM to every process of the job, our own short-lived commands
+  # too (a killed `seq` or `paste` once left the exclusion unset): so what the loop needs
+  # is read before, and after the requeue only builtins and retried commands run.
+  excluded=$(_nr_excluded)
+  $1 || scontrol requeue "$SLURM_JOB_ID"
+  # Slurm takes updates of a job only once the requeue has made it pending again, a
+  # moment after `scontrol requeue` returns: try for up to 10 s, or the next attempt
+  # could land on the node just excluded (nemotron_attempt_begin moves it if it does).
+  if [ -n "$excluded" ]; then
+    for ((tries = 0; tries < 40; tries++)); do
+      scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$excluded" 2>/dev/null && break
+      sleep 0.25
+    done
+  fi
+  scontrol update jobid="$SLURM_JOB_ID" StartTime=now 2>/dev/null || true
+  echo "nemotron: requeued job $SLURM_JOB_ID for attempt $((NR_ATTEMPT + 1)) (excluding: ${excluded:-none})"
+}
+
+_nr_used() {  # restarts used: attempts so far, less the moves off an excluded node (up to NR_FREE_MOVES)
+  local moves
+  moves=$(grep -c '"kind": "moved"' "$NR_DIR/attempts.jsonl" 2>/dev/null)
+  moves=${moves:-0}; [ "$moves" -gt "$NR_FREE_MOVES" ] && moves=$NR_FREE_MOVES
+  echo $((NR_ATTEMPT - moves))
+}
+
 _nr_restarts() {  # how often Slurm has requeued this job (scontrol's Restarts=)
   scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Restarts=//p'
 }
@@ -76,7 +104,7 @@ _nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_D
 }
 
 nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended without us
-  local - prev line state nodes bad kind
+  local - prev line state nodes bad kind used here=""
   set +xeu
   mkdir -p "$NR_HB"
   rm -f "$NR_DIR/stop_request"
@@ -92,11 +120,25 @@ nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended wit
       node "$(_nr_str "$bad")" requeue true
   fi
   _nr_record start nodes "$(_nr_str "$SLURM_JOB_NODELIST")" exclude "$(_nr_str "$(_nr_excluded)")"
-  echo "nemotron: attempt $NR_ATTEMPT (restarts left: $((NR_MAX_RESTARTS - NR_ATTEMPT))) on $SLURM_JOB_NODELIST; excluded nodes: $(_nr_excluded || echo none)"
-  if [ "$NR_ATTEMPT" -gt "$NR_MAX_RESTARTS" ]; then
+  used=$(_nr_used)
+  echo "nemotron: attempt $NR_ATTEMPT (restarts left: $((NR_MAX_RESTARTS - used))) on $SLURM_JOB_NODELIST; excluded nodes: $(_nr_excluded || echo none)"
+  if [ "$used" -gt "$NR_MAX_RESTARTS" ]; then
     _nr_record end kind '"exhausted"' reason "$(_nr_str "not run: resilience.max_restarts ($NR_MAX_RESTARTS) reached")" requeue false
     _nr_summary "resilience.max_restarts = $NR_MAX_RESTARTS reached"
     exit 1
+  fi
+  # Slurm may place this attempt on a node excluded after it was requeued (the exclusion
+  # is refused until the job is pending; the last attempt's shell may have been killed
+  # first): never train there, move.
+  [ -s "$NR_DIR/excluded" ] && here=$( { scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null \
+    || echo "$SLURM_JOB_NODELIST"; } | grep -Fx -f "$NR_DIR/excluded" | paste -sd,)
+  if [ -n "$here" ]; then
+    _nr_record end kind '"moved"' reason "$(_nr_str "placed on excluded node(s) $here; requeued without running")" \
+      node '""' requeue true exclude "$(_nr_str "$(_nr_excluded)")"
+    echo "nemotron: attempt $NR_ATTEMPT was placed on excluded node(s) $here; not running there"
+    trap 'nemotron_on_signal TERM' TERM  # the caller's traps come after this function
+    _nr_requeue false
+    exit 0
   fi
 }
 
@@ -203,7 +245,7 @@ nemotron_attempt_end() {  # $1: srun's exit code; $2 $3: the node and reason of 
     failed) { [ "$rc" -eq 2 ] || [ "$rc" -eq 3 ]; } || requeue=true ;;
     *) requeue=true ;;
   esac
-  if $requeue && [ "$NR_ATTEMPT" -ge "$NR_MAX_RESTARTS" ]; then
+  if $requeue && [ "$(_nr_used)" -ge "$NR_MAX_RESTARTS" ]; then
     requeue=false; reason="$reason; resilience.max_restarts ($NR_MAX_RESTARTS) reached"
   fi
   $requeue && [ -n "$node" ] && _nr_exclude "$node"
@@ -211,21 +253,7 @@ nemotron_attempt_end() {  # $1: srun's exit code; $2 $3: the node and reason of 
     step "$(_nr_str "$step")" node "$(_nr_str "$node")" requeue "$requeue" exclude "$(_nr_str "$(_nr_excluded)")"
   echo "nemotron: attempt $NR_ATTEMPT ended: $reason"
   if $requeue; then
-    $by_slurm || scontrol requeue "$SLURM_JOB_ID"
-    # Slurm takes updates of a job only once the requeue has made it pending again, a
-    # moment after `scontrol requeue` returns (the TERM it sends meanwhile is trapped):
-    # try for up to 10 s, or the next attempt could land on the node just excluded.
-    local tries
-    for tries in $(seq 40); do
-      if [ -n "$(_nr_excluded)" ]; then
-        scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$(_nr_excluded)" 2>/dev/null && break
-      else
-        break
-      fi
-      sleep 0.25
-    done
-    scontrol update jobid="$SLURM_JOB_ID" StartTime=now 2>/dev/null || true
-    echo "nemotron: requeued job $SLURM_JOB_ID for attempt $((NR_ATTEMPT + 1)) (excluding: $(_nr_excluded || echo none))"
+    _nr_requeue "$by_slurm"
     return 0
   fi
   case "$kind" in

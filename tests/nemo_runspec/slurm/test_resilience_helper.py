@@ -8,6 +8,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from nemo_runspec.slurm import resilience
 
 FAKES = {
@@ -67,3 +69,73 @@ def test_a_driver_that_completes_is_recorded_and_not_requeued(tmp_path):
     assert proc.stdout.splitlines()[-1] == "status 0", proc.stdout + proc.stderr
     assert (_end(res)["kind"], _end(res)["requeue"]) == ("completed", False)
     assert "requeue" not in (tmp_path / "calls").read_text()
+
+
+def _begin(tmp_path: Path, attempt: int, excluded: list[str], prior: list[dict], max_restarts: int = 1):
+    """Run nemotron_attempt_begin for attempt ``attempt`` on nodes n[1-2], then a stand-in for training."""
+    bin_dir, res = tmp_path / "bin", tmp_path / "resilience"
+    bin_dir.mkdir()
+    res.mkdir()
+    fakes = {"scontrol": 'echo "$*" >> "$CALLS"\ncase "$1 $2" in\n"show hostnames") echo n1; echo n2 ;;\n'
+                         '"show job") echo "JobId=42 Restarts=0" ;;\nesac\nexit 0',
+             "sacct": "exit 0", "sinfo": "exit 0"}
+    for name, body in fakes.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "resilience.sh").write_text(resilience.script_text())
+    (res / "attempts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in prior))
+    if excluded:
+        (res / "excluded").write_text("".join(n + "\n" for n in excluded))
+    script = textwrap.dedent(f"""
+        set -euo pipefail
+        export PATH="{bin_dir}:$PATH" CALLS="{tmp_path}/calls" SLURM_JOB_ID=42 SLURM_JOB_NODELIST='n[1-2]'
+        export SLURM_RESTART_COUNT={attempt}
+        NR_DIR={res} NR_MAX_RESTARTS={max_restarts} NR_STALL_TIMEOUT=0 NR_STARTUP_TIMEOUT=60 NR_MAX_EXCLUDED=2
+        . {tmp_path}/resilience.sh
+        nemotron_attempt_begin
+        echo trained
+    """)
+    proc = subprocess.run(["bash", "-c", script], text=True, capture_output=True, timeout=60)
+    calls = (tmp_path / "calls").read_text().splitlines() if (tmp_path / "calls").exists() else []
+    records = [json.loads(x) for x in (res / "attempts.jsonl").read_text().splitlines()]
+    return proc, calls, records
+
+
+def _closed(attempt: int, kind: str = "failed") -> list[dict]:
+    return [{"event": "start", "attempt": attempt, "nodes": "n2"},
+            {"event": "end", "attempt": attempt, "kind": kind, "requeue": True}]
+
+
+def test_an_attempt_placed_on_an_excluded_node_moves_without_training(tmp_path):
+    """Slurm refuses ExcNodeList until a requeued job is pending; if the exclusion came too
+    late and the job is placed on the node anyway, the attempt must not train there."""
+    proc, calls, records = _begin(tmp_path, 1, ["n2"], _closed(0))
+    assert proc.returncode == 0, proc.stderr
+    assert "trained" not in proc.stdout
+    assert "placed on excluded node(s) n2" in proc.stdout
+    end = records[-1]
+    assert (end["event"], end["attempt"], end["kind"], end["requeue"]) == ("end", 1, "moved", True)
+    assert "n2" in end["reason"] and end["exclude"] == "n2"
+    assert calls.index("requeue 42") < calls.index("update jobid=42 ExcNodeList=n2")
+
+
+def test_an_attempt_on_nodes_not_excluded_trains(tmp_path):
+    proc, calls, records = _begin(tmp_path, 1, ["n3"], _closed(0))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "trained"
+    assert records[-1]["event"] == "start" and "requeue 42" not in calls
+
+
+@pytest.mark.parametrize("moves, trains", [(3, True), (4, False)])
+def test_moves_are_free_restarts_up_to_three(tmp_path, moves, trains):
+    """max_restarts = 1: attempt 0 failed, then ``moves`` moved attempts; the next one runs only
+    while at most three moves are forgiven (4 - 3 = 1 restart used, 5 - 3 = 2 > 1)."""
+    prior = _closed(0)
+    for a in range(1, moves + 1):
+        prior += _closed(a, "moved")
+    proc, calls, records = _begin(tmp_path, moves + 1, [], prior)
+    if trains:
+        assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "trained", proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 1 and "trained" not in proc.stdout
+        assert records[-1]["kind"] == "exhausted"
