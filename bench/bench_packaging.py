@@ -7,12 +7,19 @@ and measures, per call (median of a few runs):
 * ``git archive --format=tar HEAD | gzip -1`` (the baseline)
 * our git packager, cold (cache empty) and warm (nothing changed)
 * our code packager, cold and warm
+* our pattern packager (``**/*.py``: every file), warm, for information
+
+Warm calls are measured interleaved with their floors in the same loop (one
+round = each floor and each warm call once, order rotated), so load from
+other work on the machine hits them alike: ``git status --porcelain`` (what a
+warm call used to run) and ``git status --porcelain -uno`` (git lstat-ing every
+tracked file, nothing else: no warm call that checks every file can be faster).
 
 Prints a table, writes ``bench/results/packaging.json`` and exits non-zero if
-our cold git packager is more than 2x the baseline or a warm call takes more
-than 0.05 s.
+our cold git packager is more than 2x the baseline or a warm git/code call takes
+more than 0.05 s.
 
-Run: ``.venv/bin/python bench/bench_packaging.py [--files 3000] [--repeat 3]``
+Run: ``.venv/bin/python bench/bench_packaging.py [--files 3000] [--repeat 3] [--warm-rounds 21]``
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from nemo_runspec.packaging.code import package_code  # noqa: E402
 from nemo_runspec.packaging.git import package_git  # noqa: E402
+from nemo_runspec.packaging.pattern import package_pattern  # noqa: E402
 
 
 def make_repo(root: Path, n_files: int, total_bytes: int, seed: int = 0) -> int:
@@ -76,6 +84,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results" / "packaging.json"))
     ap.add_argument("--skip-nemo-run", action="store_true", help="do not time nemo-run (slow on big repos)")
+    ap.add_argument("--warm-rounds", type=int, default=21, help="interleaved rounds of the warm calls and floors")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-packaging-"))
@@ -108,10 +117,6 @@ def main() -> int:
             finally:
                 os.chdir(cwd)
 
-        def floor(i: int) -> None:
-            subprocess.run(["git", "status", "--porcelain"], cwd=repo, check=True, capture_output=True)
-
-        record("git status --porcelain (warm floor)", floor, max(args.repeat, 5))
 
         try:
             if args.skip_nemo_run:
@@ -132,7 +137,7 @@ def main() -> int:
             package_git(repo, out / f"git{i}.tar.gz")
 
         def ours_git_warm(i: int) -> None:
-            plan = package_git(repo, out / f"gitw{i}.tar.gz")
+            plan = package_git(repo, out / "gitw.tar.gz")
             assert plan.cached
 
         def ours_code_cold(i: int) -> None:
@@ -140,22 +145,51 @@ def main() -> int:
             package_code(repo, out / f"code{i}.tar.gz")
 
         def ours_code_warm(i: int) -> None:
-            plan = package_code(repo, out / f"codew{i}.tar.gz")
+            plan = package_code(repo, out / "codew.tar.gz")
             assert plan.cached
 
+        def ours_pattern_warm(i: int) -> None:
+            plan = package_pattern(["**/*.py"], repo, out / "patternw.tar.gz")
+            assert plan.cached
+
+        def status(*extra: str):
+            def run(i: int) -> None:
+                subprocess.run(["git", "status", "--porcelain", *extra], cwd=repo, check=True, capture_output=True)
+            return run
+
         record("ours: git cold", ours_git_cold)
-        record("ours: git warm", ours_git_warm, max(args.repeat, 5))
         record("ours: code cold", ours_code_cold)
-        record("ours: code warm", ours_code_warm, max(args.repeat, 5))
+        package_git(repo, out / "gitw.tar.gz")
+        package_pattern(["**/*.py"], repo, out / "patternw.tar.gz")
+        warm = {
+            "git status --porcelain (floor, same rounds)": status(),
+            "git status --porcelain -uno (lstat floor, same rounds)": status("-uno"),
+            "ours: git warm": ours_git_warm,
+            "ours: code warm": ours_code_warm,
+            "ours: pattern warm (info)": ours_pattern_warm,
+        }
+        runs: dict[str, list[float]] = {k: [] for k in warm}
+        names = list(warm)
+        for r in range(args.warm_rounds):
+            for name in names[r % len(names):] + names[: r % len(names)]:
+                t0 = time.perf_counter()
+                warm[name](r)
+                runs[name].append(time.perf_counter() - t0)
+        for name, rs in runs.items():
+            results[name] = {"median_s": round(statistics.median(rs), 4), "runs_s": [round(x, 4) for x in rs]}
+        floor_s = results["git status --porcelain -uno (lstat floor, same rounds)"]["median_s"]
+        for name in ("ours: git warm", "ours: code warm", "ours: pattern warm (info)"):
+            results[name]["x_lstat_floor"] = round(results[name]["median_s"] / floor_s, 2)
 
         base = results["git archive | gzip -1 (baseline)"]["median_s"]
         width = max(len(k) for k in results)
         print(f"repo: {args.files} files, {size / 1e6:.1f} MB committed; median of {args.repeat}+ runs")
-        print(f"{'':{width}}  {'seconds':>8}  {'x baseline':>10}")
+        print(f"{'':{width}}  {'seconds':>8}  {'x baseline':>10}  {'x lstat floor':>13}")
         for name, r in results.items():
             med = r["median_s"]
             ratio = f"{med / base:10.2f}" if med is not None and base else f"{'-':>10}"
-            print(f"{name:{width}}  {med if med is not None else float('nan'):8.3f}  {ratio}")
+            floor_ratio = f"{r['x_lstat_floor']:13.2f}" if "x_lstat_floor" in r else f"{'':>13}"
+            print(f"{name:{width}}  {med if med is not None else float('nan'):8.3f}  {ratio}  {floor_ratio}")
 
         failures = []
         if results["ours: git cold"]["median_s"] > 2 * base:
@@ -165,7 +199,8 @@ def main() -> int:
                 failures.append(f"{k} {results[k]['median_s']:.3f}s > 0.05s")
         payload = {
             "command": " ".join([Path(sys.executable).name, *sys.argv]),
-            "files": args.files, "bytes": size, "repeat": args.repeat, "results": results,
+            "files": args.files, "bytes": size, "repeat": args.repeat, "warm_rounds": args.warm_rounds,
+            "results": results,
             "failures": failures, "python": sys.version.split()[0], "cpus": os.cpu_count(),
         }
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,12 @@ def cache_dir(override: str | Path | None = None) -> Path:
     return packages_dir(_discovered_cache_section())
 
 
+def index_dir(override: str | Path | None = None) -> Path:
+    """Where ``git status`` keeps its private copies of repositories' indexes:
+    ``<cache dir>/git-index`` (see :func:`nemo_runspec.packaging.git.private_index`)."""
+    return cache_dir(override) / "git-index"
+
+
 def packages_dir(cache_section: Mapping[str, Any] | None) -> Path:
     """``<dir>/packages`` for a ``[cache]`` section with ``dir``, else
     ``$NEMOTRON_HOME/cache/packages``."""

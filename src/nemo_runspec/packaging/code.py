@@ -60,19 +60,21 @@ def list_worktree_files(root: Path, pathspec: str | None = None) -> list[tuple[s
     return sorted(files.items())
 
 
-def code_fingerprint(root: Path, sub: str) -> tuple[str, object]:
+def code_fingerprint(root: Path, sub: str, index_dir: Path | None = None) -> tuple[str, object]:
     """Cheap fingerprint of the work tree: HEAD, status, and stat of every dirty path.
 
     Tracked, unchanged files are pinned by HEAD (and the index hashes in the
     status lines); anything modified or untracked is pinned by its size, mtime
     and ctime in nanoseconds. Dirty submodules are fingerprinted recursively.
+    ``index_dir``: where git status keeps its private index copies
+    (:func:`nemo_runspec.packaging.git.private_index`).
     """
-    status = git_status(root, sub or None)
+    status = git_status(root, sub or None, index_dir=index_dir)
     parts: list[str | bytes] = ["code", sub, status.head or "(initial)", status.raw]
     for e in status.entries:
         p = root / e.path
         if e.is_submodule and (p / ".git").exists():
-            parts.append(f"sub:{e.path}:{code_fingerprint(p, '')[0]}")
+            parts.append(f"sub:{e.path}:{code_fingerprint(p, '', index_dir)[0]}")
             continue
         try:
             st = os.lstat(p)
@@ -105,7 +107,7 @@ def package_code(
     if sub and not (root / sub).is_dir():
         raise PackagingError(f"packager_subpath {sub!r} is not a directory in {root}", key="packager_subpath")
     script_rel = _script_in_archive(root, sub, Path(script_path)) if script_path is not None else None
-    fp, status = code_fingerprint(root, sub)
+    fp, status = code_fingerprint(root, sub, _cache.index_dir(cache_dir) if use_cache else None)
     changed = sorted({e.path for e in status.changed})
     untracked = status.untracked
 

@@ -1,4 +1,9 @@
-"""Run shard functions as Ray tasks with resume (done-markers) and progress reporting.
+"""Run shard functions with resume (done-markers) and progress reporting.
+
+Three ways to run the same shard function on the same shards, with the same
+output bytes (:func:`choose_mode`): in this process (small inputs), a pool of
+forked worker processes (larger local runs: no Ray start-up, no Ray daemons),
+or Ray tasks (on a Ray cluster: ``$RAY_ADDRESS``, as in the Slurm Ray job).
 
 A shard function has the signature ``fn(shard, params, out_dir) -> dict`` and must
 write its outputs under temporary names and rename them into place. The returned
@@ -149,10 +154,19 @@ class Progress:
             self._bar.stop()
 
 
-#: Below this much input (bytes), a local run without ``workers`` runs in this process:
-#: starting Ray costs ~5 s here, about what one core needs to tokenize 20 MB
-#: (bench/bench_tokenize.py). ``$NEMOTRON_DATA_PREP_IN_PROCESS_BYTES`` changes it (0: always Ray).
-IN_PROCESS_BYTES = 16 * 1024 * 1024
+#: Below this much input (bytes), a local run runs in this process. The worker pool
+#: costs a few tens of ms to fork and feed, so two workers beat one process from
+#: ~0.7 MB of pretrain input on 2 cores (bench/bench_tokenize.py, "threshold":
+#: 0.5 MB 0.17 s in process vs 0.20 s pooled, 1 MB 0.33 vs 0.25 s, 8 MB 2.3 vs 1.2 s).
+#: ``$NEMOTRON_DATA_PREP_IN_PROCESS_BYTES`` changes it (0: never in this process).
+IN_PROCESS_BYTES = 1024 * 1024
+
+#: A local pool forks at most one worker per this much input (but two at least).
+POOL_BYTES_PER_WORKER = 512 * 1024
+
+#: ``NEMOTRON_DATA_PREP_RAY=1``: a local run above the threshold starts a local Ray
+#: instance instead of the process pool (what a Ray cluster runs, on one machine).
+RAY_ENV = "NEMOTRON_DATA_PREP_RAY"
 
 
 def input_bytes(shards: list[Shard]) -> int:
@@ -162,15 +176,48 @@ def input_bytes(shards: list[Shard]) -> int:
 
 
 def choose_in_process(shards: list[Shard], workers: int | None) -> bool:
-    """Run without Ray? ``workers=0`` always; never inside a Ray cluster (``$RAY_ADDRESS``,
+    """Run in this process? ``workers=0`` always; never inside a Ray cluster (``$RAY_ADDRESS``,
     as in a Slurm Ray job, or Ray already started by this process); otherwise when the
-    input is below :data:`IN_PROCESS_BYTES`, whatever ``workers`` says (starting Ray
+    input is below :data:`IN_PROCESS_BYTES`, whatever ``workers`` says (starting workers
     would cost more than the work). The output is the same bytes either way."""
     if workers == 0:
         return True
     if os.environ.get("RAY_ADDRESS") or _ray_running():
         return False
     return input_bytes(shards) < _limit()
+
+
+def choose_mode(shards: list[Shard], workers: int | None, todo: int | None = None) -> tuple[str, int]:
+    """``(mode, processes)``: how to run ``todo`` shards (default: all of them).
+
+    * ``"ray"``: inside a Ray cluster (``$RAY_ADDRESS``, Ray already started in this
+      process), or a local run with ``NEMOTRON_DATA_PREP_RAY=1`` or not on Linux;
+      processes is 0 (Ray's tasks, at most ``workers`` at once).
+    * ``"inline"``: :func:`choose_in_process`, or a single process would do anyway
+      (``workers=1``, one shard to run, one CPU).
+    * ``"pool"``: any other local run: ``min(workers or usable CPUs, todo)`` forked
+      worker processes (:class:`ForkPool`), no Ray; at most one per
+      :data:`POOL_BYTES_PER_WORKER` of input beyond two (a 2 MB input on a 64-core
+      machine does not fork 64 workers).
+    """
+    if choose_in_process(shards, workers):
+        return "inline", 1
+    if os.environ.get("RAY_ADDRESS") or _ray_running() or os.environ.get(RAY_ENV, "").strip() == "1":
+        return "ray", 0
+    n = min(workers or _usable_cpus(), len(shards) if todo is None else todo,
+            max(2, -(-input_bytes(shards) // POOL_BYTES_PER_WORKER)))
+    if n <= 1:
+        return "inline", 1
+    if not sys.platform.startswith("linux"):
+        return "ray", 0  # forking is Linux-safe only (macOS system libraries start threads)
+    return "pool", n
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _limit() -> int:
@@ -201,44 +248,218 @@ def run_shards(
 ) -> list[dict]:
     """Run ``fn`` over ``shards`` (resuming finished ones) and return results in shard order.
 
-    In this process without Ray when :func:`choose_in_process` says so (``workers=0``,
-    or a small local input with ``workers`` unset); otherwise each shard is a
-    ``ray.remote`` task and at most ``workers`` run at once (default: all CPUs of
-    the Ray cluster). ``on_shard_done(shard, result)`` is called in the driver
-    after each shard finishes, in completion order.
+    Where the shards run is :func:`choose_mode`'s: in this process, in a pool of
+    forked worker processes, or as ``ray.remote`` tasks (at most ``workers`` at
+    once; default: all CPUs of the Ray cluster). Every way calls
+    :func:`run_shard` with the same arguments, so the output is the same bytes.
+    ``on_shard_done(shard, result)`` is called in the driver after each shard
+    finishes, in completion order.
     """
     out = str(out_dir)
     Path(out, DONE_DIR).mkdir(parents=True, exist_ok=True)
     results: dict[int, dict] = {}
     todo: list[tuple[Shard, str]] = []
-    progress = Progress(label, len(shards), stream=stream)
     fps = {s.index: s.fingerprint(params) for s in shards}
     for s in shards:
         prev = load_done(out, s, fps[s.index])
         if prev is not None:
             results[s.index] = prev
-            progress.update(prev, resumed=True)
         else:
             todo.append((s, fps[s.index]))
-    if len(todo) < len(shards):
-        print(f"[{label}] resuming: {len(shards) - len(todo)} of {len(shards)} shards already done", file=progress.stream, flush=True)
-    in_process = choose_in_process(shards, workers)
-    if in_process and workers != 0 and todo:
-        print(f"[{label}] {input_bytes(shards) / 1e6:.2f} MB of input: running in this process, without Ray "
-              f"(below NEMOTRON_DATA_PREP_IN_PROCESS_BYTES={_limit()}; 0 always starts Ray)",
-              file=progress.stream, flush=True)
+    mode, procs = choose_mode(shards, workers, len(todo)) if todo else ("inline", 1)
+    # The pool forks before anything else starts a thread here (the progress bar's).
+    pool = ForkPool(procs, fn, params, out) if mode == "pool" else None
     try:
-        if in_process:
-            for s, fp in todo:
-                results[s.index] = run_shard(fn, s, params, out, fp)
-                progress.update(results[s.index])
-                if on_shard_done:
-                    on_shard_done(s, results[s.index])
-        elif todo:
-            _run_ray(fn, todo, params, out, workers, results, progress, on_shard_done)
+        progress = Progress(label, len(shards), stream=stream)
+        for s in shards:
+            if s.index in results:
+                progress.update(results[s.index], resumed=True)
+        if len(todo) < len(shards):
+            print(f"[{label}] resuming: {len(shards) - len(todo)} of {len(shards)} shards already done",
+                  file=progress.stream, flush=True)
+        if todo and mode != "ray" and workers != 0:  # workers=0 asked for this process
+            mb = input_bytes(shards) / 1e6
+            if pool is not None:
+                how = (f"{procs} worker processes on this machine, without Ray "
+                       f"({RAY_ENV}=1 starts a local Ray instance instead)")
+            elif choose_in_process(shards, workers):
+                how = (f"running in this process, without Ray (below NEMOTRON_DATA_PREP_IN_PROCESS_BYTES="
+                       f"{_limit()}; 0 never runs in this process)")
+            else:
+                how = "running in this process, without Ray (one worker would do)"
+            print(f"[{label}] {mb:.2f} MB of input: {how}", file=progress.stream, flush=True)
+        try:
+            if pool is not None:
+                pool.run(todo, results, progress, on_shard_done)
+            elif mode == "inline":
+                for s, fp in todo:
+                    results[s.index] = run_shard(fn, s, params, out, fp)
+                    progress.update(results[s.index])
+                    if on_shard_done:
+                        on_shard_done(s, results[s.index])
+            elif todo:
+                _run_ray(fn, todo, params, out, workers, results, progress, on_shard_done)
+        finally:
+            progress.close()
     finally:
-        progress.close()
+        if pool is not None:
+            pool.close()
     return [results[s.index] for s in shards]
+
+
+class ForkPool:
+    """``processes`` forked workers that each run :func:`run_shard` for the shards they are sent.
+
+    Forked, so ``fn``, ``params`` (with the serialized tokenizer) and the loaded
+    tokenizer are inherited instead of pickled to each worker, and their pages
+    are shared until written; a shard is handed to whichever worker is free (as
+    Ray does), each result comes back over the worker's pipe. A worker runs
+    :func:`run_shard` exactly as a Ray task does, so the files are the same bytes.
+
+    A failing shard stops the run with its exception (a :class:`NemoRunspecError`
+    or ``OSError`` as it is, anything else as an :class:`ExecutionError` naming
+    the shard), like the Ray path; a worker that dies (OOM killer, a signal) is
+    an :class:`ExecutionError` naming its shard. :meth:`close` stops every
+    worker (SIGTERM: a shard in progress removes its temporary files; SIGKILL
+    after a grace period), and on Linux a worker is killed when the driver dies.
+    """
+
+    def __init__(self, processes: int, fn: ShardFn, params: dict, out: str, *, grace: float = 5.0) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        self.grace = grace
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        parent_ends: list[Any] = []
+        try:
+            for _ in range(processes):
+                mine, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_pool_worker, args=(theirs, [*parent_ends, mine], os.getpid(), fn, params, out),
+                                   daemon=True, name="data-prep-worker")
+                proc.start()
+                theirs.close()
+                parent_ends.append(mine)
+                self.conns.append(mine)
+                self.procs.append(proc)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, todo: list[tuple[Shard, str]], results: dict[int, dict], progress: Progress,
+            on_shard_done: Callable[[Shard, dict], None] | None) -> None:
+        """Run ``todo`` on the workers, filling ``results`` as shards finish."""
+        from multiprocessing.connection import wait
+
+        queue = list(todo)
+        idle = list(range(len(self.procs)))
+        busy: dict[int, Shard] = {}
+        while queue or busy:
+            while queue and idle:
+                w = idle.pop()
+                s, fp = queue.pop(0)
+                self.conns[w].send((s, fp))
+                busy[w] = s
+            by_handle = {self.conns[w]: w for w in busy} | {self.procs[w].sentinel: w for w in busy}
+            for handle in wait(list(by_handle)):
+                w = by_handle[handle]
+                if w not in busy:
+                    continue  # its pipe and its sentinel were both ready
+                s = busy[w]
+                try:
+                    ok, payload = self.conns[w].recv()
+                except (EOFError, OSError):
+                    code = self.procs[w].join(1) or self.procs[w].exitcode
+                    how = f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exit code {code}"
+                    raise ExecutionError(f"{s.name} failed: its worker process died ({how})") from None
+                del busy[w]
+                if not ok:
+                    if isinstance(payload, NemoRunspecError | OSError):
+                        raise payload  # one line naming the file, as in-process
+                    raise ExecutionError(f"{s.name} failed: {payload}") from (
+                        payload if isinstance(payload, BaseException) else None)
+                results[s.index] = payload
+                idle.append(w)
+                progress.update(payload)
+                if on_shard_done:
+                    on_shard_done(s, payload)
+
+    def close(self) -> None:
+        """Stop the workers: an idle one exits on end of input, a busy one on SIGTERM."""
+        import signal
+
+        for conn in self.conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+        deadline = time.monotonic() + 0.5
+        for proc in self.procs:
+            proc.join(max(deadline - time.monotonic(), 0))
+        alive = [p for p in self.procs if p.is_alive()]
+        for proc in alive:
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.monotonic() + self.grace
+        for proc in alive:
+            proc.join(max(deadline - time.monotonic(), 0))
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        self.procs, self.conns = [], []
+
+
+def _pool_worker(conn: Any, close: list[Any], parent: int, fn: ShardFn, params: dict, out: str) -> None:
+    """One :class:`ForkPool` worker: run the shards sent on ``conn`` until it is closed."""
+    import pickle
+    import signal
+
+    for c in close:  # the driver's ends: the driver's exit must close this pipe
+        c.close()
+    _die_with_parent(parent)
+    os.environ["RAYON_NUM_THREADS"] = "1"  # one core per worker, as a Ray task
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it closes the pool
+    while True:
+        try:
+            shard, fp = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        try:
+            reply = (True, run_shard(fn, shard, params, out, fp))
+        except KeyboardInterrupt:
+            return
+        except BaseException as exc:  # noqa: BLE001 - reported to the driver, which stops the run
+            try:
+                pickle.loads(pickle.dumps(exc))
+                reply = (False, exc)
+            except Exception:  # noqa: BLE001 - an exception that does not pickle goes as text
+                reply = (False, f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (OSError, KeyboardInterrupt):
+            return
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when the driver dies (a killed driver leaves no worker behind)."""
+    import signal
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the driver died before the line above
+        os._exit(1)
 
 
 def _run_ray(fn, todo, params, out, workers, results, progress, on_shard_done) -> None:

@@ -141,13 +141,14 @@ class DataPrepSettings(_Strict):
                                                "null: nano3-<stage>", examples=["nano3-pretrain"])
     output_dir: str | None = Field(None, description="write here instead (null: the default above)",
                                    examples=["/scratch/out"])
-    num_shards: int = Field(1, ge=1, description="shards (Ray tasks, output files); the output does not "
+    num_shards: int = Field(1, ge=1, description="shards (tasks, output files); the output does not "
                                                  "depend on workers", examples=[128])
     split: str | int | float | list[int | float] = Field(
         "98,1,1", description="split weights, as \"98,1,1\" or [98, 1, 1]", examples=["98,1,1"])
     seed: int = Field(1234, description="salt of the split hash", examples=[1234])
-    workers: int | None = Field(None, ge=0, description="Ray tasks at once; null: all CPUs of the Ray "
-                                                        "cluster; 0: in-process, no Ray", examples=[4])
+    workers: int | None = Field(None, ge=0, description="shards run at once (Ray tasks on a Ray cluster, worker "
+                                                        "processes locally); null: all CPUs; 0: in-process",
+                                examples=[4])
     sample: int | None = Field(None, ge=1, description="keep only the first N input records; null: all",
                                examples=[1000])
     max_bad_fraction: float | None = Field(None, ge=0, le=1, description="fail at the end if more than this "

@@ -92,7 +92,8 @@ def test_local_data_prep_interrupted_leaves_no_ray_process(tmp_path):
     data prep: the command exits 130 and no process of its Ray instance survives."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
     # the tiny input would run in process: force a local Ray instance, whose cleanup is the point
-    env.update(NEMOTRON_HOME=str(tmp_path / "nhome"), TERM="dumb", NEMOTRON_DATA_PREP_IN_PROCESS_BYTES="0")
+    env.update(NEMOTRON_HOME=str(tmp_path / "nhome"), TERM="dumb", NEMOTRON_DATA_PREP_IN_PROCESS_BYTES="0",
+               NEMOTRON_DATA_PREP_RAY="1")
     nemotron = Path(sys.executable).with_name("nemotron")
     proc = subprocess.Popen([str(nemotron), "nano3", "data", "prep", "pretrain", "-c", "tiny"],
                             env=env, cwd=tmp_path, start_new_session=True, text=True,

@@ -128,7 +128,8 @@ def test_output_identical_for_1_and_2_workers(tmp_path, tok_dir, ray_cluster):
 
 def test_small_input_runs_in_process_with_the_same_bytes_as_ray(tmp_path, tok_dir, ray_cluster, monkeypatch, capsys):
     """Below NEMOTRON_DATA_PREP_IN_PROCESS_BYTES a local run skips Ray (even with workers
-    set); the output is the bytes Ray's workers write."""
+    set); above it a local run forks a worker pool, not Ray. Both write the bytes Ray's
+    workers write."""
     import ray
 
     from nemotron.data_prep import runner
@@ -148,6 +149,12 @@ def test_small_input_runs_in_process_with_the_same_bytes_as_ray(tmp_path, tok_di
         assert "running in this process, without Ray" in capsys.readouterr().out
         assert not ray.is_initialized()
         assert tree_hashes(out) == with_ray and len(with_ray) > 10
+        shutil.rmtree(out)
+        monkeypatch.setenv("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", "0")  # never in process: the pool
+        run_pretrain(cfg_for(corpus, tok_dir, out, workers=2, num_shards=5))
+        assert "2 worker processes on this machine, without Ray" in capsys.readouterr().out
+        assert not ray.is_initialized()
+        assert tree_hashes(out) == with_ray
         size = corpus.stat().st_size
         monkeypatch.setenv("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", str(size))  # not below: Ray
         assert not runner.choose_in_process(runner_shards(corpus), None)

@@ -133,7 +133,7 @@ def test_pack_never_overflows_or_splits():
 
 
 @pytest.mark.slow
-def test_sft_output_identical_for_1_and_2_ray_workers(tmp_path, tok_dir):
+def test_sft_output_identical_for_1_and_2_ray_workers(tmp_path, tok_dir, monkeypatch, capsys):
     import ray
 
     corpus = tmp_path / "c.jsonl"
@@ -153,6 +153,15 @@ def test_sft_output_identical_for_1_and_2_ray_workers(tmp_path, tok_dir):
         assert hashes() == h1 and len(h1) >= 8
     finally:
         ray.shutdown()
+    # without Ray: the local worker pool, and in process
+    shutil.rmtree(out)
+    monkeypatch.setenv("NEMOTRON_DATA_PREP_IN_PROCESS_BYTES", "0")
+    run_sft(cfg_for(corpus, tok_dir, out, workers=2, num_shards=4))
+    assert "2 worker processes on this machine" in capsys.readouterr().out
+    assert hashes() == h1
+    shutil.rmtree(out)
+    run_sft(cfg_for(corpus, tok_dir, out, workers=0, num_shards=4))
+    assert hashes() == h1
 
 
 # --- the Megatron-Bridge packed files (packed/*.npy) ---------------------------------------------

@@ -19,8 +19,9 @@
 # ///
 """nano3/data/prep/rl: prompt/answer records -> NeMo-RL JSONL train/validation splits.
 
-Runs as Ray tasks (one per shard): locally it starts Ray on this machine, on a
-cluster it joins the Ray instance in $RAY_ADDRESS. Usage::
+One task per shard: locally in worker processes forked from this one (in this
+process for small inputs), on a cluster as Ray tasks of the Ray instance in
+$RAY_ADDRESS (see docs/data-prep.md). Usage::
 
     python data_prep.py --config config/data_prep/tiny.yaml [sample=100] [workers=2]
 
