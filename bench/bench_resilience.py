@@ -116,13 +116,19 @@ def from_job_dirs(dirs: list[Path]) -> dict[str, list[dict]]:
     return {"preemption": lost, "stall": stalls}
 
 
+def _auth_info() -> str:
+    """The cluster's ``AuthInfo`` (its ``cred_expire`` is the requeue delay in end_to_next_start_s)."""
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30).stdout
+    return next((ln.split("=", 1)[1].strip() for ln in out.splitlines() if ln.startswith("AuthInfo")), "")
+
+
 def main(argv: list[str]) -> int:
     dirs = [Path(a) for a in argv]
     if not dirs:
         base = Path(tempfile.gettempdir()) / f"pytest-of-{os.environ.get('USER', 'root')}" / "pytest-current"
-        dirs = [p.parent for p in base.glob("*/*/nhome/jobs/experiments/*/*/*/resilience")] if base.exists() else []
+        dirs = sorted({p.parent.resolve() for p in base.glob("*/*home/jobs/experiments/*/*/*/resilience")})
     result = {"heartbeat": heartbeat_cost(), "accounting_calls_per_refresh": accounting_calls(),
-              **from_job_dirs(dirs)}
+              "cluster_auth_info": _auth_info(), **from_job_dirs(dirs)}
     out = ROOT / "bench" / "results" / "resilience.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

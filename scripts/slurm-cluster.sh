@@ -282,6 +282,9 @@ SchedulerParameters=sched_interval=5,bf_interval=5
 ReturnToService=1
 JobRequeue=1
 KillWait=5
+# A requeued job may start again only after its credential lifetime (120 s by default):
+# 10 s keeps the resilience tests (which requeue on purpose) from waiting two minutes each time.
+AuthInfo=cred_expire=10
 MinJobAge=300
 InactiveLimit=0
 StateSaveLocation=$STATE/slurmctld

@@ -14,8 +14,8 @@ submitted with ``[PROFILE.resilience]``, several jobs at once:
 - ``exhausted``: ``max_restarts = 1`` and a warning in each attempt.
 
 Then, alone, a job whose node is marked down under it. Every requeue waits
-Slurm's own requeue delay (``cred_expire``, 120 s by default) before the next
-attempt may start, so the jobs run concurrently.
+Slurm's own requeue delay (``cred_expire``, 120 s by default, 10 s on the test
+cluster) before the next attempt may start, so the jobs run concurrently.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ test-only NEMOTRON_TEST_STEP_DELAY) is submitted bare-metal with
 (``scancel --batch --signal=USR1``, what Slurm does ``signal_before`` seconds
 before the limit). It must checkpoint, requeue itself, start a fresh Ray cluster
 and resume from that checkpoint in the same job id. One job: Slurm holds a
-requeued job for its credential lifetime (~120 s) before the next attempt.
+requeued job for its credential lifetime (120 s by default, 10 s on the test
+cluster) before the next attempt.
 """
 
 from __future__ import annotations
