@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the project with its test extras, bring up the local Slurm cluster and
 # sshd, then run pytest. Extra arguments go to pytest:
-#   scripts/test.sh                          # the whole suite
-#   scripts/test.sh tests/nemo_runspec/env -k foo # a subset
+#   scripts/test.sh                          # the whole suite (two pytest runs, see below)
+#   scripts/test.sh tests/nemo_runspec/env -k foo # a subset, one pytest run as given
 # Exits with pytest's exit code. Never reads stdin (CI runs it with none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +19,35 @@ if .venv/bin/python -c "import pytest_timeout" 2>/dev/null; then
   timeout_arg=(--timeout="${NEMOTRON_TEST_TIMEOUT:-900}")
 fi
 
-rc=0
-.venv/bin/python -m pytest -q -p no:cacheprovider "${timeout_arg[@]}" "$@" </dev/null || rc=$?
-if [ "$rc" = 5 ]; then
-  echo "scripts/test.sh: pytest collected no tests" >&2
+pytest_run() {  # pytest_run ARGS...: pytest with the suite's options; sets rc (5: none collected)
+  rc=0
+  .venv/bin/python -m pytest -q -p no:cacheprovider "${timeout_arg[@]}" "$@" </dev/null || rc=$?
+  if [ "$rc" = 5 ]; then
+    echo "scripts/test.sh: pytest collected no tests" >&2
+  fi
+}
+
+if [ $# -gt 0 ]; then
+  pytest_run "$@"
+  exit "$rc"
 fi
-exit "$rc"
+
+# The whole suite, in two runs. First the tests that need no cluster, spread over one
+# worker process per core (pytest-xdist; NEMOTRON_TEST_WORKERS changes it). Then the
+# cluster tests (tests/e2e), one at a time: they share one two-node cluster, some take a
+# node down under a running job, and several measure timings a busy machine would skew.
+workers="${NEMOTRON_TEST_WORKERS:-$(nproc)}"
+parallel=()
+if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
+  parallel=(-n "$workers")
+fi
+start=$SECONDS
+pytest_run "${parallel[@]}" --ignore=tests/e2e tests
+rc_local=$rc local_s=$((SECONDS - start))
+start=$SECONDS
+pytest_run tests/e2e
+rc_cluster=$rc cluster_s=$((SECONDS - start))
+echo "scripts/test.sh: tests without the cluster: exit $rc_local (${local_s} s, ${workers} workers);" \
+  "cluster tests: exit $rc_cluster (${cluster_s} s)"
+[ "$rc_local" = 0 ] && exit "$rc_cluster"
+exit "$rc_local"
