@@ -11,7 +11,8 @@ module                     holds
 ``execution.secret_file``  the 0600 secrets file and the line that sources it
 ``execution.ray``          our Ray-on-Slurm template and its knobs
 ``execution.backends``     profile keys -> Docker/SkyPilot/DGX Cloud/Lepton executors
-``execution.backend_job``  :func:`run_job` on one of those (``docker_job``: Docker)
+``execution.backend_job``  a job prepared for one of those, its dry run
+``execution.backend_run``  :func:`run_job`: start it (``docker_job``: Docker)
 =========================  ================================================
 
 These are utilities, not a framework: a recipe command calls them in the open
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 from nemo_runspec._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from nemo_runspec.execution.backend_job import run_job
+    from nemo_runspec.execution.backend_run import run_job
     from nemo_runspec.execution.env_vars import (
         artifacts_root_for_job,
         build_env_vars,
@@ -91,7 +92,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "backend_job": ["run_job"],
+    "backend_run": ["run_job"],
     "env_vars": ["artifacts_root_for_job", "build_env_vars", "code_env", "split_env_vars",
                  "wandb_settings"],
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],

@@ -4,7 +4,8 @@
 executor (:mod:`nemo_runspec.execution.backends`), the job files (``job.yaml``,
 ``train.yaml``, ``nemotron-job.sh``) and the secrets. :func:`show` is the dry
 run (the executor's fields, secrets redacted, and the job script);
-:func:`submit` writes the job dir and starts the job:
+:func:`nemo_runspec.execution.backend_run.submit` writes the job dir (:func:`write_job_dir`)
+and starts the job:
 
 - **docker**: through nemo-run's own Docker scheduler objects (``DockerExecutor``,
   ``PersistentDockerScheduler``: package, ``containers.run`` with the job dir at
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,48 +220,3 @@ def write_job_dir(prepared: BackendJob) -> None:
         (prepared.job_dir / name).write_text(text)
     if prepared.secrets:
         write_secret_file(prepared.job_dir / SECRET_FILE_NAME, prepared.secrets)
-
-
-def submit(prepared: BackendJob) -> int:
-    """Start the job (see the module docstring); returns the exit code to exit with."""
-    if prepared.kind == "docker":
-        from nemo_runspec.execution.docker_job import submit_docker
-
-        return submit_docker(prepared)
-    return _submit_experiment(prepared)
-
-
-def _submit_experiment(prepared: BackendJob) -> int:
-    import nemo_run as run
-
-    attached = prepared.mode != "batch"
-    with run.Experiment(prepared.name, id=prepared.exp_id, base_dir=str(prepared.base_dir),
-                        log_level="WARN") as exp:
-        exp.add(run.Script(path=f"{SEEN}/{TASK_SCRIPT}", entrypoint="bash"), executor=prepared.executor,
-                name=prepared.name)
-        _fix_remote_job_dir(prepared)
-        write_job_dir(prepared)
-        exp.run(detach=not attached, tail_logs=attached)
-        state = str(getattr(exp.jobs[0], "state", "")).rsplit(".", 1)[-1]
-    print(f"{prepared.kind} job {prepared.name}: {state or 'submitted'}; job dir {prepared.job_dir}",
-          file=sys.stderr)
-    return 0 if not attached or state == "SUCCEEDED" else 1
-
-
-def _fix_remote_job_dir(prepared: BackendJob) -> None:
-    """DGX Cloud and Lepton place the job dir on their storage relative to nemo-run's home;
-    ours is under ``$NEMOTRON_HOME/jobs``: the same relative layout under the remote dir."""
-    rel = os.path.relpath(prepared.job_dir, prepared.base_dir)
-    executor = prepared.executor
-    if prepared.kind == "dgxcloud":
-        executor.pvc_job_dir = os.path.join(executor.pvc_nemo_run_dir, rel)
-    elif prepared.kind == "lepton":
-        executor.lepton_job_dir = os.path.join(executor.nemo_run_dir, rel)
-
-
-def run_job(job: CompiledJob) -> int:
-    """Package, prepare and show or start ``job`` (the body recipe commands call for these executors)."""
-    from nemo_runspec import packaging
-
-    prepared = prepare(job, *packaging.build_packager(job))
-    return show(job, prepared) if job.dry_run else submit(prepared)

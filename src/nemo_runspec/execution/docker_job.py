@@ -15,12 +15,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nemo_runspec.errors import ExecutionError
-
-if TYPE_CHECKING:
-    from nemo_runspec.execution.backend_job import BackendJob
+from nemo_runspec.execution.backend_job import SEEN, TASK_SCRIPT, BackendJob, write_job_dir
 
 
 def docker_request(prepared: BackendJob) -> Any:
@@ -28,7 +26,6 @@ def docker_request(prepared: BackendJob) -> Any:
     from torchx.specs import AppDef, Role
 
     from nemo_runspec.execution._nemo_run import lean
-    from nemo_runspec.execution.backend_job import SEEN, TASK_SCRIPT
 
     lean()
     from nemo_run.run.torchx_backend.schedulers.docker import PersistentDockerScheduler
@@ -43,8 +40,6 @@ def docker_request(prepared: BackendJob) -> Any:
 
 def submit_docker(prepared: BackendJob, *, poll: float = 0.5) -> int:
     """Start the container; ``--batch`` returns 0 at once, ``--run`` the script's exit code."""
-    from nemo_runspec.execution.backend_job import write_job_dir
-
     scheduler, info = docker_request(prepared)
     container = info.request.containers[0].name
     write_job_dir(prepared)

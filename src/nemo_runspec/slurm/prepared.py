@@ -265,7 +265,8 @@ def prepare_job(
 
         settings = resilience.settings_of(values)
         if settings is not None:
-            resilience.apply(prepared, settings, bare_metal=bare_metal)
+            resilience.apply(prepared.executor, settings, job_dir=prepared.job_dir, values=prepared.values,
+                             ray=prepared.is_ray, bare_metal=bare_metal)
     launcher = getattr(prepared.executor, "launcher", None)
     if launcher is not None and hasattr(launcher, "rdzv_id") and launcher.rdzv_id is None:
         # nemo-run draws a random --rdzv-id on every render; one from the job keeps

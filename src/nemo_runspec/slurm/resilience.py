@@ -28,12 +28,9 @@ import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nemo_runspec.errors import ConfigError
-
-if TYPE_CHECKING:
-    from nemo_runspec.slurm.prepared import PreparedJob
 
 #: the warning signal Slurm sends the batch shell ``signal_before`` seconds before the time limit
 WARNING_SIGNAL = "USR1"
@@ -76,10 +73,11 @@ def settings_of(values: Mapping[str, Any]) -> Resilience | None:
     return Resilience(**model.model_dump())
 
 
-def apply(prepared: PreparedJob, settings: Resilience, *, bare_metal: bool) -> None:
-    """Add the signal, the setup lines and the env var of ``settings`` to ``prepared``'s executor."""
-    executor = prepared.executor
-    host_dir = os.path.join(prepared.job_dir, DIR_NAME)
+def apply(executor: Any, settings: Resilience, *, job_dir: str, values: Mapping[str, Any], ray: bool,
+          bare_metal: bool) -> None:
+    """Add the signal, the setup lines and the env vars of ``settings`` to a Slurm ``executor``
+    (of the job in ``job_dir``, with merged execution settings ``values``; ``ray``: a Ray job)."""
+    host_dir = os.path.join(job_dir, DIR_NAME)
     executor.signal = settings.signal_option
     executor.retries = 0  # the helper requeues; nemo-run's TORCHX_MAX_RETRIES requeue stays off
     seen = host_dir if bare_metal else f"/nemo_run/{DIR_NAME}"
@@ -88,11 +86,11 @@ def apply(prepared: PreparedJob, settings: Resilience, *, bare_metal: bool) -> N
     extra = {ENV_DIR: shell_value(seen)}
     from nemo_runspec.env.model import time_limit_seconds
 
-    limit = time_limit_seconds(str(prepared.values.get("time") or "")) if prepared.values.get("time") else None
+    limit = time_limit_seconds(str(values.get("time") or "")) if values.get("time") else None
     if limit is not None:  # for the native backends' own exit timers (docs/resilience.md)
         extra[ENV_EXIT_AFTER] = str(max(0, limit - settings.signal_before))
     executor.env_vars = {**(executor.env_vars or {}), **extra}
-    lines = setup_lines(host_dir, settings, ray=prepared.is_ray)
+    lines = setup_lines(host_dir, settings, ray=ray)
     executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", lines) if x)
 
 
