@@ -247,3 +247,12 @@ def test_the_library_module_stays_a_library():
     assert not [n for n in names if n.split(".")[0] == "nemotron"]
     proc = imported_after("import nemo_runspec.evaluator", ("omegaconf", "rich", "nemo_run", "yaml", "torch"))
     assert proc.stdout.strip() == ""
+
+
+def test_the_launcher_and_image_helpers_stay_importable_from_the_evaluator_module():
+    """They moved to nemo_runspec.eval_launcher; nemo_runspec.evaluator is the public path."""
+    from nemo_runspec import eval_launcher, evaluator
+
+    for name in ("LAUNCHER_MODULE", "EvaluatorImage", "apply_squashed", "collect_images", "harness_images",
+                 "launcher_available", "plan_image_squash"):
+        assert getattr(evaluator, name) is getattr(eval_launcher, name), name
