@@ -39,7 +39,9 @@ fi
 workers="${NEMOTRON_TEST_WORKERS:-$(nproc)}"
 parallel=()
 if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
-  parallel=(-n "$workers")
+  # loadfile: a file's tests stay together, in order, on one worker (its module fixtures
+  # are built once, as in a serial run)
+  parallel=(-n "$workers" --dist loadfile)
 fi
 start=$SECONDS
 pytest_run "${parallel[@]}" --ignore=tests/e2e tests

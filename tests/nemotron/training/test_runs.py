@@ -57,6 +57,12 @@ def env(tmp_path_factory) -> dict[str, str]:
     e.pop("NEMOTRON_JOB_DIR", None)
     e.update(NEMOTRON_ARTIFACTS_ROOT=str(root / "registry"), NEMOTRON_HOME=str(root / "home"),
              PYTHONUNBUFFERED="1", TOKENIZER=str(tok))
+    # SFT's tiny config starts from the pretrain stage's published model: publish one here,
+    # so that no SFT test depends on a pretrain test having run before it in this process
+    # (pytest-xdist spreads a module's tests over workers; -k may pick one test)
+    seed = run("pretrain", root / "seed-pretrain", e, "fallback.max_steps=2", "fallback.save_interval=0")
+    assert seed.returncode == 0, seed.stderr
+    assert reg.resolve("nano3-pretrain-model-tiny:latest"), "the pretrain run published no model"
     return e
 
 
