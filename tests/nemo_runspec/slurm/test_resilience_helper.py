@@ -16,18 +16,27 @@ FAKES = {
     # the task's command is the last argument; srun reports a failed task as the real one does
     "srun": 'bash -c "${@: -1}"; rc=$?\n'
             '[ "$rc" -eq 0 ] || echo "srun: error: n1: task 0: Exited with exit code $rc" >&2\nexit "$rc"',
-    "scontrol": 'echo "$*" >> "$CALLS"\n[ "$1" = show ] && echo "JobId=42 Restarts=0"\nexit 0',
+    # every call is logged; `show hostnames` expands the n[1-2] allocation of the tests below
+    "scontrol": 'echo "$*" >> "$CALLS"\ncase "$1 $2" in\n"show hostnames") echo n1; echo n2 ;;\n'
+                '"show job") echo "JobId=42 Restarts=0" ;;\nesac\nexit 0',
     "sacct": "exit 0", "sinfo": "exit 0", "squeue": "exit 0",
 }
 
 
-def _run(tmp_path: Path, driver: str, end: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    bin_dir, res = tmp_path / "bin", tmp_path / "resilience"
+def _install(tmp_path: Path) -> tuple[Path, Path]:
+    """The fake Slurm commands in ``tmp_path/bin`` and the helper in ``tmp_path/resilience.sh``;
+    returns (bin dir, resilience dir)."""
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in FAKES.items():
         (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
         (bin_dir / name).chmod(0o755)
     (tmp_path / "resilience.sh").write_text(resilience.script_text())
+    return bin_dir, tmp_path / "resilience"
+
+
+def _run(tmp_path: Path, driver: str, end: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    bin_dir, res = _install(tmp_path)
     script = textwrap.dedent(f"""
         set -euo pipefail
         export PATH="{bin_dir}:$PATH" CALLS="{tmp_path}/calls" SLURM_JOB_ID=42 SLURM_JOB_NODELIST=n1
@@ -73,16 +82,8 @@ def test_a_driver_that_completes_is_recorded_and_not_requeued(tmp_path):
 
 def _begin(tmp_path: Path, attempt: int, excluded: list[str], prior: list[dict], max_restarts: int = 1):
     """Run nemotron_attempt_begin for attempt ``attempt`` on nodes n[1-2], then a stand-in for training."""
-    bin_dir, res = tmp_path / "bin", tmp_path / "resilience"
-    bin_dir.mkdir()
+    bin_dir, res = _install(tmp_path)
     res.mkdir()
-    fakes = {"scontrol": 'echo "$*" >> "$CALLS"\ncase "$1 $2" in\n"show hostnames") echo n1; echo n2 ;;\n'
-                         '"show job") echo "JobId=42 Restarts=0" ;;\nesac\nexit 0',
-             "sacct": "exit 0", "sinfo": "exit 0"}
-    for name, body in fakes.items():
-        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
-        (bin_dir / name).chmod(0o755)
-    (tmp_path / "resilience.sh").write_text(resilience.script_text())
     (res / "attempts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in prior))
     if excluded:
         (res / "excluded").write_text("".join(n + "\n" for n in excluded))
