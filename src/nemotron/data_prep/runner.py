@@ -182,7 +182,7 @@ def choose_in_process(shards: list[Shard], workers: int | None) -> bool:
     would cost more than the work). The output is the same bytes either way."""
     if workers == 0:
         return True
-    if os.environ.get("RAY_ADDRESS") or _ray_running():
+    if _in_ray_cluster():
         return False
     return input_bytes(shards) < _limit()
 
@@ -202,7 +202,7 @@ def choose_mode(shards: list[Shard], workers: int | None, todo: int | None = Non
     """
     if choose_in_process(shards, workers):
         return "inline", 1
-    if os.environ.get("RAY_ADDRESS") or _ray_running() or os.environ.get(RAY_ENV, "").strip() == "1":
+    if _in_ray_cluster() or os.environ.get(RAY_ENV, "").strip() == "1":
         return "ray", 0
     n = min(workers or _usable_cpus(), len(shards) if todo is None else todo,
             max(2, -(-input_bytes(shards) // POOL_BYTES_PER_WORKER)))
@@ -228,6 +228,11 @@ def _limit() -> int:
         return max(0, int(value))
     except ValueError:
         raise ConfigError(f"NEMOTRON_DATA_PREP_IN_PROCESS_BYTES must be a number of bytes, got {value!r}") from None
+
+
+def _in_ray_cluster() -> bool:
+    """Inside a Ray cluster: ``$RAY_ADDRESS`` (the Slurm Ray job) or Ray started in this process."""
+    return bool(os.environ.get("RAY_ADDRESS")) or _ray_running()
 
 
 def _ray_running() -> bool:
