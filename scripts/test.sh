@@ -42,6 +42,8 @@ if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
   # loadfile: a file's tests stay together, in order, on one worker (its module fixtures
   # are built once, as in a serial run)
   parallel=(-n "$workers" --dist loadfile)
+else
+  workers=1
 fi
 start=$SECONDS
 pytest_run "${parallel[@]}" --ignore=tests/e2e tests
