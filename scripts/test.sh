@@ -32,10 +32,13 @@ if [ $# -gt 0 ]; then
   exit "$rc"
 fi
 
-# The whole suite, in two runs. First the tests that need no cluster, spread over one
-# worker process per core (pytest-xdist; NEMOTRON_TEST_WORKERS changes it). Then the
-# cluster tests (tests/e2e), one at a time: they share one two-node cluster, some take a
-# node down under a running job, and several measure timings a busy machine would skew.
+# The whole suite, in two pytest runs at the same time. The cluster tests (tests/e2e) run
+# one at a time: they share one two-node cluster, some take a node down under a running
+# job, and Ray jobs on one host must not race for ports. They spend most of their time
+# waiting for Slurm (about 1.5 CPU-minutes in 10), so the tests that need no cluster run
+# beside them, spread over one worker process per core (pytest-xdist; NEMOTRON_TEST_WORKERS
+# changes it; NEMOTRON_TEST_SERIAL=1 runs the two one after the other). The cluster run's
+# output goes to a file, printed when it ends, so the two progress lines do not mix.
 workers="${NEMOTRON_TEST_WORKERS:-$(nproc)}"
 parallel=()
 if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
@@ -45,13 +48,34 @@ if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
 else
   workers=1
 fi
+cluster_log="$(mktemp "${TMPDIR:-/tmp}/nemotron-cluster-tests.XXXXXX")"
+trap 'rm -f "$cluster_log" "$cluster_log.rc"' EXIT
+cluster_tests() {
+  local start=$SECONDS
+  pytest_run tests/e2e
+  echo "$rc $((SECONDS - start))" > "$cluster_log.rc"
+}
 start=$SECONDS
+if [ "${NEMOTRON_TEST_SERIAL:-0}" = 1 ]; then
+  cluster_pid=""
+else
+  echo "scripts/test.sh: cluster tests (tests/e2e) started in the background; their output follows the other tests'"
+  cluster_tests >"$cluster_log" 2>&1 &
+  cluster_pid=$!
+  # (|| true: under set -e a failing command in the trap would replace the suite's exit code)
+  trap 'pkill -P "$cluster_pid" 2>/dev/null || true; kill "$cluster_pid" 2>/dev/null || true; rm -f "$cluster_log" "$cluster_log.rc"' EXIT
+fi
 pytest_run "${parallel[@]}" --ignore=tests/e2e tests
 rc_local=$rc local_s=$((SECONDS - start))
-start=$SECONDS
-pytest_run tests/e2e
-rc_cluster=$rc cluster_s=$((SECONDS - start))
+if [ -n "$cluster_pid" ]; then
+  echo "scripts/test.sh: waiting for the cluster tests ($((SECONDS - start)) s so far)"
+  wait "$cluster_pid" || true
+  cat "$cluster_log"
+else
+  cluster_tests
+fi
+read -r rc_cluster cluster_s < "$cluster_log.rc" || { rc_cluster=1 cluster_s=?; }
 echo "scripts/test.sh: tests without the cluster: exit $rc_local (${local_s} s, ${workers} workers);" \
-  "cluster tests: exit $rc_cluster (${cluster_s} s)"
+  "cluster tests: exit $rc_cluster (${cluster_s} s); whole suite $((SECONDS - start)) s"
 [ "$rc_local" = 0 ] && exit "$rc_cluster"
 exit "$rc_local"
