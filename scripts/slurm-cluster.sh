@@ -253,7 +253,13 @@ write_if_changed() {
 write_configs() {
   install -d -m 0755 "$SLURM_ETC"
   local cpus mem_mb last_port
-  cpus="$(nproc)"
+  # CPUs each node offers Slurm: 4 per core by default (NEMOTRON_SLURM_CPUS_PER_NODE). The
+  # test jobs mostly wait (on Slurm, a requeue, a sleep between steps), and two streams of
+  # cluster tests run at once (scripts/test.sh): with one slot per core, one test's five
+  # resilience jobs would hold the other stream's jobs in the queue for a minute.
+  # config_overrides makes slurmd take these numbers instead of draining the node.
+  cpus="${NEMOTRON_SLURM_CPUS_PER_NODE:-$(( $(nproc) * 4 ))}"
+  [[ "$cpus" =~ ^[1-9][0-9]{0,3}$ ]] || fail "NEMOTRON_SLURM_CPUS_PER_NODE must be a whole number from 1 to 9999, not '$cpus'"
   # slurmd drains a node whose RealMemory exceeds what it finds: claim 80 % of it.
   mem_mb="$(awk '/^MemTotal:/ {printf "%d", $2 / 1024 * 0.8}' /proc/meminfo)"
   last_port=$((SLURMD_PORT_FIRST + ${#NODES[@]} - 1))
@@ -274,6 +280,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=5,bf_interval=5
 # 1 (what production sites use): a node the admin (or a test) sets DOWN stays down until

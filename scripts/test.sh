@@ -32,31 +32,40 @@ if [ $# -gt 0 ]; then
   exit "$rc"
 fi
 
-# The whole suite, in two pytest runs at the same time. The cluster tests (tests/e2e) run
-# one at a time: they share one two-node cluster, some take a node down under a running
-# job, and Ray jobs on one host must not race for ports. They spend most of their time
-# waiting for Slurm (about 1.5 CPU-minutes in 10), so the tests that need no cluster run
-# beside them, spread over one worker process per core (pytest-xdist; NEMOTRON_TEST_WORKERS
-# changes it; NEMOTRON_TEST_SERIAL=1 runs the two one after the other). The cluster run's
-# output goes to a file, printed when it ends, so the two progress lines do not mix.
+# The whole suite, in two streams at the same time: the tests that need no cluster, spread
+# over one worker process per core (pytest-xdist, NEMOTRON_TEST_WORKERS), and the cluster
+# tests (tests/e2e). Those spend most of their time waiting for Slurm (about 1.5 CPU-minutes
+# in 10), so they run in NEMOTRON_TEST_CLUSTER_WORKERS (2) streams of their own, then the
+# few marked cluster_alone one at a time (they take a node down, re-run `up`, or look at
+# the whole queue). Ray jobs of concurrent tests take separate port slots (the Ray
+# template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs everything one file at a time,
+# as before. The cluster tests' output goes to a file, printed when they end, so the two
+# progress lines do not mix.
+serial="${NEMOTRON_TEST_SERIAL:-0}"
 workers="${NEMOTRON_TEST_WORKERS:-$(nproc)}"
-parallel=()
-if [ "$workers" -gt 1 ] && .venv/bin/python -c "import xdist" 2>/dev/null; then
+cluster_workers="${NEMOTRON_TEST_CLUSTER_WORKERS:-2}"
+[ "$serial" = 1 ] && workers=1 cluster_workers=1
+parallel=() cluster_parallel=()
+if .venv/bin/python -c "import xdist" 2>/dev/null; then
   # loadfile: a file's tests stay together, in order, on one worker (its module fixtures
   # are built once, as in a serial run)
-  parallel=(-n "$workers" --dist loadfile)
+  [ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist loadfile)
+  [ "$cluster_workers" -gt 1 ] && cluster_parallel=(-n "$cluster_workers" --dist loadfile)
 else
-  workers=1
+  workers=1 cluster_workers=1
 fi
 cluster_log="$(mktemp "${TMPDIR:-/tmp}/nemotron-cluster-tests.XXXXXX")"
 trap 'rm -f "$cluster_log" "$cluster_log.rc"' EXIT
 cluster_tests() {
-  local start=$SECONDS
-  pytest_run tests/e2e
+  local start=$SECONDS rc_shared
+  pytest_run "${cluster_parallel[@]}" -m "not cluster_alone" tests/e2e
+  rc_shared=$rc
+  pytest_run -m cluster_alone tests/e2e
+  [ "$rc_shared" = 0 ] || rc=$rc_shared
   echo "$rc $((SECONDS - start))" > "$cluster_log.rc"
 }
 start=$SECONDS
-if [ "${NEMOTRON_TEST_SERIAL:-0}" = 1 ]; then
+if [ "$serial" = 1 ]; then
   cluster_pid=""
 else
   echo "scripts/test.sh: cluster tests (tests/e2e) started in the background; their output follows the other tests'"
@@ -76,6 +85,6 @@ else
 fi
 read -r rc_cluster cluster_s < "$cluster_log.rc" || { rc_cluster=1 cluster_s=?; }
 echo "scripts/test.sh: tests without the cluster: exit $rc_local (${local_s} s, ${workers} workers);" \
-  "cluster tests: exit $rc_cluster (${cluster_s} s); whole suite $((SECONDS - start)) s"
+  "cluster tests: exit $rc_cluster (${cluster_s} s, ${cluster_workers} workers, then the cluster_alone ones); whole suite $((SECONDS - start)) s"
 [ "$rc_local" = 0 ] && exit "$rc_cluster"
 exit "$rc_local"

@@ -110,6 +110,7 @@ def test_afterok_on_failed_job_never_runs(slurm_cluster: SlurmCluster, tmp_path:
         subprocess.run(["scancel", second], timeout=30, check=False)
 
 
+@pytest.mark.cluster_alone  # re-runs `up` on the cluster every other test uses
 def test_up_is_idempotent_and_fast_when_healthy(slurm_cluster: SlurmCluster):
     start = time.monotonic()
     proc = subprocess.run(["bash", str(CLUSTER_SCRIPT), "up"], capture_output=True, text=True,

@@ -15,7 +15,8 @@ from nemo_runspec.slurm.queue import NEVER_STARTS
 
 from .helpers import cli_env
 
-pytestmark = [pytest.mark.slurm]
+# the first test checks that the whole queue gained no job
+pytestmark = [pytest.mark.slurm, pytest.mark.cluster_alone]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 

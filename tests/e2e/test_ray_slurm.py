@@ -99,8 +99,9 @@ KILLER = textwrap.dedent("""
 
     ray.init()
     print("RAY_NODES", len([n for n in ray.nodes() if n["Alive"]]), flush=True)
-    # both "nodes" share this host: end the worker raylet's start script
-    subprocess.run(["pkill", "-f", "start-node-1.sh"], check=False)
+    # both "nodes" share this host: end this job's worker raylet start script (its path is
+    # under the test's own jobs dir; other Ray jobs may run on the host meanwhile)
+    subprocess.run(["pkill", "-f", sys.argv[1] + "/.*/start-node-1.sh"], check=False)
     time.sleep(600)  # the watchdog must stop us long before this
 """)
 
@@ -109,7 +110,7 @@ def test_raylet_dying_under_the_driver_fails_the_job_fast(tmp_path, slurm_cluste
     script = tmp_path / "driver.py"
     script.write_text(KILLER)
     job = prepare_job(env=_profile(), mode="batch", runspec=_spec(), packager=run.Packager(),
-                      script=str(script), base_dir=tmp_path / "jobs")
+                      script=str(script), args=[str(tmp_path / "jobs")], base_dir=tmp_path / "jobs")
     import time
 
     t0 = time.monotonic()

@@ -231,6 +231,7 @@ def test_max_restarts_exhausted_fails_with_a_summary_and_nothing_left(runs):
     assert _run(["pgrep", "-f", str(job.dir)]).returncode == 1  # no process of the job is left
 
 
+@pytest.mark.cluster_alone  # a node marked down ends every job on it
 @pytest.mark.parametrize("back_at_once", [False, True], ids=["stays-down", "back-at-once"])
 def test_node_marked_down_under_a_running_job(tmp_path, slurm_cluster, back_at_once):
     """``back-at-once``: the node returns to service a moment later, as ReturnToService=2 does

@@ -104,7 +104,7 @@ _nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_D
 }
 
 nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended without us
-  local - prev line state nodes bad kind used here=""
+  local - prev line state nodes bad kind reason step why used here=""
   set +xeu
   mkdir -p "$NR_HB"
   rm -f "$NR_DIR/stop_request"
@@ -114,10 +114,19 @@ nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended wit
     state=${line%%|*}; state=${state%% *}; nodes=${line#*|}
     bad=$(_nr_lost_nodes "$prev" "$nodes" "$line")
     [ "$state" = NODE_FAIL ] && kind=node_fail || kind=requeued
+    reason="ended by Slurm (${state:-unknown}) on ${nodes:-?}${bad:+; down: $bad}"
+    step=""
+    # Training saw the signal and saved its checkpoint, but the attempt was killed (after
+    # Slurm's KillWait) before it wrote its own record: what it saw still says why.
+    if [ "$kind" = requeued ] && [ -s "$NR_DIR/stopped-a$prev" ]; then
+      read -r step why < "$NR_DIR/stopped-a$prev"
+      if [ "$why" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $step"
+      else kind=timelimit; reason="time-limit warning (SIG$why): checkpoint at step $step"; fi
+    fi
     [ -n "$bad" ] && _nr_exclude "$bad"
     NR_ATTEMPT=$prev _nr_record end kind "$(_nr_str "$kind")" \
-      reason "$(_nr_str "ended by Slurm (${state:-unknown}) on ${nodes:-?}${bad:+; down: $bad}; recorded by the next attempt")" \
-      node "$(_nr_str "$bad")" requeue true
+      reason "$(_nr_str "$reason; recorded by the next attempt")" \
+      step "$(_nr_str "$step")" node "$(_nr_str "$bad")" requeue true
   fi
   _nr_record start nodes "$(_nr_str "$SLURM_JOB_NODELIST")" exclude "$(_nr_str "$(_nr_excluded)")"
   used=$(_nr_used)

@@ -83,7 +83,7 @@ def test_a_driver_that_completes_is_recorded_and_not_requeued(tmp_path):
 def _begin(tmp_path: Path, attempt: int, excluded: list[str], prior: list[dict], max_restarts: int = 1):
     """Run nemotron_attempt_begin for attempt ``attempt`` on nodes n[1-2], then a stand-in for training."""
     bin_dir, res = _install(tmp_path)
-    res.mkdir()
+    res.mkdir(exist_ok=True)
     (res / "attempts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in prior))
     if excluded:
         (res / "excluded").write_text("".join(n + "\n" for n in excluded))
@@ -140,3 +140,23 @@ def test_moves_are_free_restarts_up_to_three(tmp_path, moves, trains):
     else:
         assert proc.returncode == 1 and "trained" not in proc.stdout
         assert records[-1]["kind"] == "exhausted"
+
+
+@pytest.mark.parametrize("stopped, kind, step", [("11 TERM", "preempted", "11"), ("7 USR1", "timelimit", "7"),
+                                                 (None, "requeued", "")])
+def test_an_attempt_killed_before_its_record_is_closed_by_the_next_from_what_training_saw(
+        tmp_path, stopped, kind, step):
+    """Slurm's KillWait ran out while attempt 0 (which had saved its checkpoint on the signal)
+    was still writing its end: the next attempt records it, from the signal training saw."""
+    res = tmp_path / "resilience"
+    res.mkdir()
+    if stopped:
+        (res / "stopped-a0").write_text(stopped + "\n")
+    proc, _, records = _begin(tmp_path, 1, [], [{"event": "start", "attempt": 0, "nodes": "n1"}])
+    assert proc.returncode == 0, proc.stderr
+    end = next(r for r in records if r["event"] == "end")
+    assert (end["attempt"], end["kind"], end["step"], end["requeue"]) == (0, kind, step, True)
+    assert end["reason"].endswith("; recorded by the next attempt")
+    if stopped:
+        assert f"checkpoint at step {step}" in end["reason"]
+    assert records[-1]["event"] == "start" and proc.stdout.splitlines()[-1] == "trained"
