@@ -58,7 +58,10 @@ def import_command(image: str, target: str) -> str:
     """The shell command that writes ``image`` as a squashfs to ``target``."""
     if image.startswith(DIR_SCHEME):
         source = image[len(DIR_SCHEME):]
-        return f"mksquashfs {shlex.quote(source)} {shlex.quote(target)} -noappend -comp lzo -no-progress"
+        # enroot's own default squash options (ENROOT_SQUASH_OPTIONS "-comp lzo -noD"): data
+        # blocks stored as they are, as for an image enroot imports; on the test image less
+        # than half of plain -comp lzo's CPU time (8.5 s against 19.2 s), for a 1.7x larger file.
+        return f"mksquashfs {shlex.quote(source)} {shlex.quote(target)} -noappend -comp lzo -noD -no-progress"
     uri = image if image.startswith(ENROOT_SCHEMES) else f"docker://{image}"
     return f"enroot import --output {shlex.quote(target)} {shlex.quote(uri)}"
 

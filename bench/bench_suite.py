@@ -1,0 +1,76 @@
+"""The whole test suite's wall time, and the CPU time it needs (issue 12's 5-minute target).
+
+    CI=true .venv/bin/python bench/bench_suite.py [-- COMMAND ...]
+
+Runs COMMAND (default ``bash scripts/test.sh``, what CI runs; the cluster is already up,
+so its start-up is not counted) once, reading ``/proc/stat`` before and after. The
+machine's busy CPU time over the run (user + nice + system + irq + softirq, every
+process: pytest, its workers, and the Slurm jobs the cluster tests start, which run
+under slurmd and not under pytest) gives the suite's CPU floor: busy seconds divided by
+the cores, the wall time no schedule of the same work can beat on this machine. The
+streams' own times come from test.sh's summary line.
+
+Writes ``bench/results/suite.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq = fields[:7]
+    steal = fields[7] if len(fields) > 7 else 0
+    busy = user + nice + system + irq + softirq
+    return busy, busy + idle + iowait + steal
+
+
+def main(argv: list[str]) -> int:
+    command = argv[argv.index("--") + 1:] if "--" in argv else ["bash", "scripts/test.sh"]
+    hz = os.sysconf("SC_CLK_TCK")
+    cores = os.cpu_count() or 1
+    busy0, total0 = cpu_ticks()
+    t0 = time.monotonic()
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    busy1, total1 = cpu_ticks()
+    busy_s = (busy1 - busy0) / hz
+    summary = next((ln for ln in proc.stdout.splitlines()[::-1] if ln.startswith("scripts/test.sh: tests without")),
+                   "")
+    streams = {name: int(secs) for name, secs in
+               re.findall(r"(tests without the cluster|cluster tests): exit \d+ \((\d+) s", summary)}
+    passed = [int(n) for n in re.findall(r"(\d+) passed", proc.stdout)]
+    result = {
+        "command": " ".join(command),
+        "exit_code": proc.returncode,
+        "wall_s": round(wall, 1),
+        "cpu_busy_s": round(busy_s, 1),
+        "cores": cores,
+        "cpu_floor_s": round(busy_s / cores, 1),
+        "cpu_utilisation": round((busy1 - busy0) / max(1, total1 - total0), 3),
+        "streams_s": streams,
+        "tests_passed": sum(passed),
+        "summary_line": summary,
+        "target_s": 300,
+    }
+    out = ROOT / "bench" / "results" / "suite.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    if proc.returncode:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
