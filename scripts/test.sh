@@ -34,8 +34,9 @@ fi
 
 # The whole suite, in two streams at the same time: the tests that need no cluster, spread
 # over one worker process per core (pytest-xdist, NEMOTRON_TEST_WORKERS), and the cluster
-# tests (tests/e2e). Those spend most of their time waiting for Slurm (about 1.5 CPU-minutes
-# in 10), so they run in NEMOTRON_TEST_CLUSTER_WORKERS (2) streams of their own, then the
+# tests (tests/e2e). A cluster test spends much of its time waiting (for the queue, a
+# requeue, a job's start-up), so they run in NEMOTRON_TEST_CLUSTER_WORKERS (2) streams of
+# their own (the machine stays about 97 % busy: docs/dev/contributing.md), then the
 # few marked cluster_alone one at a time (they take a node down, re-run `up`, or look at
 # the whole queue). Ray jobs of concurrent tests take separate port slots (the Ray
 # template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs everything one file at a time,
