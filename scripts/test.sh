@@ -37,8 +37,8 @@ fi
 # tests (tests/e2e). A cluster test spends much of its time waiting (for the queue, a
 # requeue, a job's start-up), so they run in NEMOTRON_TEST_CLUSTER_WORKERS (2) streams of
 # their own (the machine stays about 97 % busy: docs/dev/contributing.md), then the
-# few marked cluster_alone one at a time (they take a node down, re-run `up`, or look at
-# the whole queue). Ray jobs of concurrent tests take separate port slots (the Ray
+# few marked cluster_alone one at a time (they take a node down, re-run `up`, look at the
+# whole queue, or rendezvous on torchrun's fixed port). Ray jobs of concurrent tests take separate port slots (the Ray
 # template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs everything one file at a time,
 # as before. The cluster tests' output goes to a file, printed when they end, so the two
 # progress lines do not mix.

@@ -106,6 +106,7 @@ def test_data_prep_as_ray_job_on_two_nodes_then_pretrain_dry_run_resolves_it(hom
     assert sorted(str(p) for p in home["tmp"].rglob("*")) == before  # no side effects
 
 
+@pytest.mark.cluster_alone  # two-node torchrun rendezvous on port 29500 of the head host; here every node is one host
 def test_kit_preflight_two_nodes_gloo_attached(home):
     proc = nemotron(home, "kit", "preflight", "--run", "two-nodes")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -80,6 +80,7 @@ def _cli_env(tmp_path: Path, image: str, *, extra_mounts: list[str], env_vars: d
     return env
 
 
+@pytest.mark.cluster_alone  # two-node torchrun rendezvous on port 29500 of the head host; here every node is one host
 def test_preflight_on_two_nodes_inside_the_container(tmp_path, slurm_cluster, container_image):
     inside = tmp_path / "shared"
     inside.mkdir()

@@ -111,6 +111,7 @@ def test_profile_without_account_for_a_user_who_needs_one_gets_slurms_message(ho
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.cluster_alone  # two-node torchrun rendezvous on port 29500 of the head host; here every node is one host
 def test_reference_profile_runs_detached_with_its_list_secret_only_in_the_job(home, slurm_cluster):
     proc = nemotron(home, "kit", "preflight", "--run", "reference", "run.nodes=2",
                     "preflight.require_env=[HF_TOKEN,GREETING]")

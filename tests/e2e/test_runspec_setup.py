@@ -43,6 +43,7 @@ def _submit(tmp_path, path, args=(), **over):
     return sub, Path(sub.log_path).read_text()  # (the same lines were streamed to out)
 
 
+@pytest.mark.cluster_alone  # two-node torchrun rendezvous on port 29500 of the head host; here every node is one host
 def test_torchrun_setup_once_per_node_exports_reach_every_worker(tmp_path):
     marks = tmp_path / "setup-ran"
     path = _script(tmp_path, "torchrun",

@@ -153,6 +153,7 @@ def test_unknown_partition_is_one_clear_error(tmp_path):
     assert not job.local_exp_dir.exists()  # nothing half-written
 
 
+@pytest.mark.cluster_alone  # two-node torchrun rendezvous on port 29500 of the head host; here every node is one host
 def test_torchrun_two_nodes_gloo(tmp_path):
     script = write_script(tmp_path, """
         import os
