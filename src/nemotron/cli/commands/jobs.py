@@ -21,6 +21,7 @@ import typer
 
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import CLIUsageError, ExecutionError, NemoRunspecError
+from nemotron.cli.commands.jobs_logs import follow_log, pipe_logs, print_log
 from nemotron.cli.commands.nano3.data.import_._common import (
     PlainParamsCommand,
     dry_run_requested,
@@ -467,118 +468,15 @@ def logs(
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
     if isinstance(found, Pipe):
-        raise typer.Exit(_pipe_logs(found, subs, follow=follow, sbatch_log=sbatch_log))
+        raise typer.Exit(pipe_logs(found, subs, follow=follow, sbatch_log=sbatch_log))
     path = (found.sbatch_log_path if sbatch_log else found.log_path) or found.log_path
     if not path:
         raise CLIUsageError(f"job {found.job_id} has no log path recorded")
     remote = sj.remote_for(found)
     try:
-        raise typer.Exit(_follow(remote, found, path) if follow else _print_log(remote, found, path))
+        raise typer.Exit(follow_log(remote, found, path) if follow else print_log(remote, found, path))
     finally:
         sj.close(remote)
-
-
-def _pipe_logs(pipe: Any, subs: list[Submission], *, follow: bool, sbatch_log: bool) -> int:
-    """Each submitted stage's log in stage order; with ``follow`` each stage is followed
-    until it ends, and the first failing stage's exit code ends it (the stages after it
-    are cancelled by Slurm: --kill-on-invalid-dep)."""
-    from nemo_runspec.slurm import jobs as sj
-
-    if follow and pipe.launcher == "sbatch" and pipe.run_dir:
-        return _follow_allocation(pipe, subs, sbatch_log=sbatch_log)
-    for stage in pipe.stages:
-        sub = pipe.stage_submission(stage, subs)
-        if sub is None:
-            typer.echo(f"== {stage.name}: skipped", err=True)
-            continue
-        path = (sub.sbatch_log_path if sbatch_log else sub.log_path) or sub.log_path or stage.log_path
-        typer.echo(f"== {stage.name} (job {sub.job_id})", err=True)
-        if not path:
-            typer.echo(f"job {sub.job_id} has no log path recorded", err=True)
-            continue
-        remote = sj.remote_for(sub)
-        try:
-            code = _follow(remote, sub, path) if follow else _print_log(remote, sub, path)
-        finally:
-            sj.close(remote)
-        if code != 0:
-            if follow:
-                typer.echo(f"pipe {pipe.id}: stage {stage.name} failed (exit {code})", err=True)
-            return code
-    return 0
-
-
-def _follow_allocation(pipe: Any, subs: list[Submission], *, sbatch_log: bool) -> int:
-    """Follow a one-allocation pipe (``--launcher sbatch``): each stage's log until its
-    ``.rc`` file says it ended; the first failing stage's exit code ends it."""
-    from nemo_runspec.pipeline_sbatch import follow_stages
-    from nemo_runspec.slurm import jobs as sj
-
-    stages = [(st, pipe.stage_submission(st, subs)) for st in pipe.stages]
-    for st, sub in stages:
-        if sub is None:
-            typer.echo(f"== {st.name}: skipped", err=True)
-    running = [(st.name, (sub.sbatch_log_path if sbatch_log else sub.log_path) or sub.log_path or st.log_path or "")
-               for st, sub in stages if sub is not None]
-    first = next((sub for _, sub in stages if sub is not None), None)
-    if first is None:
-        return 0
-    remote = sj.remote_for(first)
-    try:
-        code = follow_stages(remote, first.job_id, running, pipe.run_dir, _write,
-                             lambda msg: typer.echo(msg, err=True))
-    except KeyboardInterrupt:
-        typer.echo(f"\nstopped following; allocation {first.job_id} keeps running "
-                   f"(`nemotron jobs cancel {pipe.id}` cancels it)", err=True)
-        return 130
-    finally:
-        sj.close(remote)
-    if code != 0:
-        typer.echo(f"pipe {pipe.id}: failed (exit {code})", err=True)
-    return code
-
-
-def _write(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _print_log(remote: Any, sub: Submission, path: str) -> int:
-    from nemo_runspec.slurm import jobs as sj
-
-    if not sj.path_exists(remote, path):
-        st = sj.query_states(remote, [sub.job_id], live=True)[sub.job_id]
-        if not st.finished and st.state != sj.UNKNOWN:
-            why = f" ({st.reason})" if st.reason else ""
-            typer.echo(f"job {sub.job_id} is {st.state}{why}: no log yet at {path} (follow it with -f)", err=True)
-            return 0
-        raise ExecutionError(f"job {sub.job_id} ({st.state}) left no log at {path}",
-                             hint=f"`nemotron jobs logs {sub.job_id} --sbatch-log` shows the batch script's log")
-    _write(remote.read_from(path, 0))
-    return 0
-
-
-def _follow(remote: Any, sub: Submission, path: str) -> int:
-    from nemo_runspec.slurm import jobs as sj
-
-    def on_state(st: JobState) -> None:
-        if st.state == "PENDING":
-            typer.echo(f"job {sub.job_id}: pending" + (f" ({st.reason})" if st.reason else ""), err=True)
-        else:
-            typer.echo(f"job {sub.job_id}: {st.state.lower()}" + (f" on {st.nodes}" if st.nodes else ""), err=True)
-
-    try:
-        final = sj.follow_log(remote, sub.job_id, path, _write, on_state=on_state)
-    except KeyboardInterrupt:
-        typer.echo(f"\nstopped following job {sub.job_id}; it keeps running "
-                   f"(`nemotron jobs cancel {sub.job_id}` cancels it)", err=True)
-        return 130
-    if final.exit_code is None:
-        note = f": {final.note}" if final.note else ""
-        typer.echo(f"job {sub.job_id}: {final.state}{note}", err=True)
-        return 0 if final.state == "COMPLETED" else 1
-    typer.echo(f"job {sub.job_id}: {final.state} (exit code {final.exit_code})", err=True)
-    return final.exit_code
 
 
 # --------------------------------------------------------------------------- cancel
