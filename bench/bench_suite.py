@@ -10,7 +10,8 @@ under slurmd and not under pytest) gives the suite's CPU floor: busy seconds div
 the cores, the wall time no schedule of the same work can beat on this machine. The
 streams' own times come from test.sh's summary line.
 
-Writes ``bench/results/NAME.json`` (default ``suite``).
+Writes ``bench/results/NAME.json`` (default ``suite``) and the command's whole output to
+``$TMPDIR/bench-NAME.log``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def main(argv: list[str]) -> int:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-{name}.log"
+    log.write_text(proc.stdout + proc.stderr)
+    print(f"whole output: {log}", file=sys.stderr)
     if proc.returncode:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
     return proc.returncode
