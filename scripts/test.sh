@@ -35,8 +35,10 @@ fi
 # The whole suite, in two streams at the same time: the tests that need no cluster, spread
 # over one worker process per core (pytest-xdist, NEMOTRON_TEST_WORKERS), and the cluster
 # tests (tests/e2e). A cluster test spends much of its time waiting (for the queue, a
-# requeue, a job's start-up), so they run in NEMOTRON_TEST_CLUSTER_WORKERS (2) streams of
-# their own (the machine stays about 97 % busy: docs/dev/contributing.md), then the
+# requeue, a job's start-up). They run one at a time by default; NEMOTRON_TEST_CLUSTER_WORKERS=2
+# runs them in two streams (about 600-700 s for the whole suite instead of about 770, the
+# machine 97 % busy), which is not the default: in 2 of 5 runs one cluster test failed under
+# that load, and which one was not caught (docs/dev/contributing.md). After them, the
 # few marked cluster_alone one at a time (they take a node down, re-run `up`, look at the
 # whole queue, or rendezvous on torchrun's fixed port). Ray jobs of concurrent tests take separate port slots (the Ray
 # template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs everything one file at a time,
@@ -44,7 +46,7 @@ fi
 # progress lines do not mix.
 serial="${NEMOTRON_TEST_SERIAL:-0}"
 workers="${NEMOTRON_TEST_WORKERS:-$(nproc)}"
-cluster_workers="${NEMOTRON_TEST_CLUSTER_WORKERS:-2}"
+cluster_workers="${NEMOTRON_TEST_CLUSTER_WORKERS:-1}"
 [ "$serial" = 1 ] && workers=1 cluster_workers=1
 parallel=() cluster_parallel=()
 if .venv/bin/python -c "import xdist" 2>/dev/null; then
