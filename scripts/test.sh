@@ -40,8 +40,9 @@ fi
 # machine 97 % busy), which is not the default: in 2 of 5 runs one cluster test failed under
 # that load, and which one was not caught (docs/dev/contributing.md). After them, the
 # few marked cluster_alone one at a time (they take a node down, re-run `up`, look at the
-# whole queue, or rendezvous on torchrun's fixed port). Ray jobs of concurrent tests take separate port slots (the Ray
-# template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs everything one file at a time,
+# whole queue, or rendezvous on torchrun's fixed port). Ray jobs of concurrent tests take
+# separate port slots (the Ray template's claim_port_slot). NEMOTRON_TEST_SERIAL=1 runs
+# everything one file at a time,
 # as before. The cluster tests' output goes to a file, printed when they end, so the two
 # progress lines do not mix.
 serial="${NEMOTRON_TEST_SERIAL:-0}"

@@ -103,6 +103,11 @@ _nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_D
   } | tee "$NR_DIR/summary.txt" >&2
 }
 
+_nr_signal_cause() {  # $1: the signal training stopped on, $2: its checkpoint step. Sets the caller's kind and reason.
+  if [ "$1" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $2"
+  else kind=timelimit; reason="time-limit warning (SIG$1): checkpoint at step $2"; fi
+}
+
 nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended without us
   local - prev line state nodes bad kind reason step why used here=""
   set +xeu
@@ -120,8 +125,7 @@ nemotron_attempt_begin() {  # record this attempt; close the one Slurm ended wit
     # Slurm's KillWait) before it wrote its own record: what it saw still says why.
     if [ "$kind" = requeued ] && [ -s "$NR_DIR/stopped-a$prev" ]; then
       read -r step why < "$NR_DIR/stopped-a$prev"
-      if [ "$why" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $step"
-      else kind=timelimit; reason="time-limit warning (SIG$why): checkpoint at step $step"; fi
+      _nr_signal_cause "$why" "$step"
     fi
     [ -n "$bad" ] && _nr_exclude "$bad"
     NR_ATTEMPT=$prev _nr_record end kind "$(_nr_str "$kind")" \
@@ -230,8 +234,7 @@ nemotron_attempt_end() {  # $1: srun's exit code; $2 $3: the node and reason of 
     [ "$why" = TERM ] && $by_slurm && node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     if [ "$why" = TERM ] && ! $by_slurm; then kind=cancelled; reason="stopped at step $step after SIGTERM (job cancelled); checkpoint saved"
     elif [ -n "$node" ]; then kind=node_fail; reason="ended by Slurm on $SLURM_JOB_NODELIST (down: $node): checkpoint at step $step"
-    elif [ "$why" = TERM ]; then kind=preempted; reason="requeued from outside (preemption or scontrol requeue): checkpoint at step $step"
-    else kind=timelimit; reason="time-limit warning (SIG$why): checkpoint at step $step"; fi
+    else _nr_signal_cause "$why" "$step"; fi
   elif $by_slurm; then  # Slurm requeued the job itself (node failure, preemption): srun may even say 0
     node=$(_nr_lost_nodes "$NR_ATTEMPT" "$SLURM_JOB_NODELIST")
     [ -n "$node" ] && kind=node_fail || kind=preempted
