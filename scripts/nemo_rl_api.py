@@ -193,6 +193,8 @@ def manifest(read: Reader, names: dict[str, str], *, ref: str, commit: str) -> d
         "names": {key: describe(src, dotted) for key, dotted in sorted(names.items())},
         "typed_dicts": {section: typed_dict_keys(src, *dotted.rsplit(".", 1))
                         for section, dotted in TYPED_DICTS.items()},
+        # what grpo_train saves and nemotron.training.native_resilience reads back
+        "grpo_save_state": typed_dict_keys(src, "nemo_rl.algorithms.grpo", "GRPOSaveState"),
         "base_config": {"path": BASE_CONFIG, "has_defaults": bool(base and "defaults" in base),
                         "keys": sorted(leaf_keys(base)) if base else None, "values": base},
     }

@@ -172,7 +172,7 @@ nemotron_watchdog() {  # $1: the training step's srun pid. Ends the step when a 
       [ -e "$f" ] || continue
       read -r step phase t node rank < "$f" || continue
       t=${t%%.*}; age=$((now - t))
-      case "$phase" in step) limit=$NR_STALL_TIMEOUT ;; init|save) limit=$NR_STARTUP_TIMEOUT ;; *) continue ;; esac
+      case "$phase" in step) limit=$NR_STALL_TIMEOUT ;; init|save|eval|between) limit=$NR_STARTUP_TIMEOUT ;; *) continue ;; esac
       [ "$age" -gt "$limit" ] || continue
       # the rank that fell behind: lowest step, then the oldest heartbeat
       if [ -z "$worst" ] || [ "$step" -lt "${worst%% *}" ] || { [ "$step" -eq "${worst%% *}" ] && [ "$age" -gt "$(echo "$worst" | cut -d' ' -f4)" ]; }; then

@@ -318,6 +318,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
             report(done, {"train/loss": value, "train/lr": lr, "train/tokens_per_sec": tps})
             window_t, window_tokens = now, 0
         if s.eval_interval and done % s.eval_interval == 0 and done != s.max_steps:
+            res.beat(done, "eval")
             ev = evaluate(model, eval_set, dist)
             if ev is not None:
                 say(f"[{task.name}] eval loss {ev:.4f} at step {done}")
@@ -333,6 +334,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
                     "seconds": time.perf_counter() - t0, "initial_loss": initial,
                     "final_loss": None, "eval_loss": None}
     ran = max(0, s.max_steps - start)
+    res.beat(max(start, s.max_steps), "eval")
     final_eval = evaluate(model, eval_set, dist)
     if ran:
         save(s.max_steps)

@@ -46,6 +46,8 @@ ENTRY_POINTS = {
     "sft": "megatron.bridge.training.finetune.finetune",
 }
 FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
+#: what ``pretrain(..., callbacks=)`` takes; a resilient job registers its per-step heartbeat on it
+CALLBACK_MANAGER = "megatron.bridge.training.callbacks.CallbackManager"
 BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
 #: the SFT dataset config and its packed-sequence settings
 FINETUNING_DATASET = "megatron.bridge.training.config.FinetuningDatasetConfig"
@@ -253,7 +255,30 @@ def _check_pack_fits(container: Any) -> None:
 
 
 def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> int:
-    """Train with Megatron-Bridge: ``pretrain`` or ``finetune`` with its GPT ``forward_step``."""
+    """Train with Megatron-Bridge: ``pretrain`` or ``finetune`` with its GPT ``forward_step``.
+
+    In a job with ``[resilience]`` every rank beats per step through the entry point's
+    ``callbacks`` (when it takes them), and an early stop (the library's ``sys.exit`` after
+    its SIGTERM or duration save) returns :data:`~nemotron.training.resilience.EXIT_REQUEUE`
+    so that the job is requeued (:mod:`nemotron.training.native_resilience`).
+    """
+    import inspect
+
+    from .native_resilience import NativeResilience
+
     container = build_config(kind, cfg, importer=importer)
-    importer(ENTRY_POINTS[kind])(container, forward_step_func=importer(FORWARD_STEP))
-    return 0
+    entry = importer(ENTRY_POINTS[kind])
+    res = NativeResilience.from_env()
+    kwargs: dict[str, Any] = {"forward_step_func": importer(FORWARD_STEP)}
+    if res.enabled:
+        if "callbacks" in inspect.signature(entry).parameters:
+            kwargs["callbacks"] = res.megatron_callbacks(importer(CALLBACK_MANAGER))
+        else:
+            res.unwatched(f"Megatron-Bridge's {ENTRY_POINTS[kind].rpartition('.')[2]}")
+    try:
+        entry(container, **kwargs)
+    except SystemExit as exc:  # train.py ends early by sys.exit(exit_code) after saving
+        if not res.enabled or exc.code not in (0, None):
+            raise
+        return res.stopped_early()
+    return res.finished() if res.enabled else 0

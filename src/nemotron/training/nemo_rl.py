@@ -31,6 +31,7 @@ from typing import Any
 from nemo_runspec.errors import ConfigError
 
 from .megatron_bridge import import_target
+from .native_resilience import NativeResilience, grpo_finished
 
 PINNED = "nemo-rl v0.4.0"
 PINNED_COMMIT = "c751f811217db7df0d4c94abdeaada6626cfc150"
@@ -184,8 +185,22 @@ def run(cfg: Mapping[str, Any], extra: list[str] | None = None, *,
     args = (policy, policy_generation, dataloader, val_dataloader, tokenizer, loss_fn,
             task_to_env, val_task_to_env, logger, checkpointer, grpo_state, master)
     async_cfg = config["grpo"].get("async_grpo") or {}
+    res = NativeResilience.from_env()
+    if res.enabled:
+        res.watch_logger(logger)
     if async_cfg.get("enabled"):
         name("async_grpo_train")(*args, max_trajectory_age_steps=async_cfg["max_trajectory_age_steps"])
     else:
         name("grpo_train")(*args)
-    return 0
+    if not res.enabled:
+        return 0
+    # grpo_train returns both at its end and after its checkpoint_must_save_by save: its save state says which
+    try:
+        batches: int | None = len(dataloader)
+    except TypeError:
+        batches = None
+    asynchronous = bool(async_cfg.get("enabled"))
+    step_key = "current_step" if asynchronous else "total_steps"
+    if grpo_finished(grpo_state, config["grpo"], batches, asynchronous=asynchronous):
+        return res.finished()
+    return res.stopped_early(int(grpo_state.get(step_key) or 0))

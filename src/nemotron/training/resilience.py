@@ -7,9 +7,11 @@ method is a no-op otherwise. Per step a rank:
   (``step phase unix-time node rank``) at offset 0 of
   ``heartbeat/a<attempt>/rank-<R>``, a file opened once. ``phase`` tells the
   watchdog which timeout applies: ``init`` until the attempt's first step has
-  finished (start-up, data, compilation), ``save`` while a checkpoint is written
-  (both: ``startup_timeout``), ``step`` while training (``stall_timeout``),
-  ``stop``/``done`` at the end (never a stall);
+  finished (start-up, data, compilation), ``save`` while a checkpoint is written,
+  ``eval`` while evaluating, ``between`` between two steps of a native backend
+  (all four: ``startup_timeout``), ``step`` while training (``stall_timeout``),
+  ``stop``/``done`` at the end and ``native`` (a backend without per-step
+  progress) are never a stall;
 - asks whether to stop: SIGTERM (Slurm requeues or cancels the job) or SIGUSR1
   seen by this process, or ``stop_request`` (the batch shell's trap of the
   time-limit warning) present, looked at once a second at most. The loop folds
@@ -137,10 +139,16 @@ class Resilience:
 
     def stopped(self, step: int, total: float) -> None:
         """After the stop checkpoint: the ``stopped`` marker (rank 0) and the heartbeat."""
+        why = "TERM" if total >= STOP_TERM else (self._signal if self._signal not in (None, "TERM") else "USR1")
+        self.mark_stopped(step, why)
+
+    def mark_stopped(self, step: int, why: str) -> None:
+        """Training stopped after checkpointing ``step`` because of signal ``why`` (``USR1``: the
+        time-limit warning, ``TERM``): heartbeat ``stop``; rank 0 writes ``stopped-a<attempt>``,
+        which the batch helper reads to requeue."""
         self.beat(step, "stop")
         if self._fd is None or self.rank != 0 or self.dir is None:
             return
-        why = "TERM" if total >= STOP_TERM else (self._signal if self._signal not in (None, "TERM") else "USR1")
         (self.dir / f"stopped-a{self.attempt}").write_text(f"{step} {why}\n")
 
     def close(self, step: int) -> None:

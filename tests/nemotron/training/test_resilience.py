@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 from nemotron.training.resilience import RECORD_BYTES, STOP_TERM, STOP_WARNING, Resilience
 
@@ -79,20 +80,15 @@ def test_megatron_bridge_mapping_names_fields_of_the_pinned_wheel():
 
 
 def test_nemo_rl_mapping_names_keys_of_the_pinned_source():
-    """checkpointing.enabled / checkpoint_must_save_by exist in NeMo-RL v0.4.0's CheckpointingConfig."""
-    import subprocess
-
-    import pytest
+    """checkpointing.enabled / checkpoint_must_save_by exist in NeMo-RL v0.4.0's CheckpointingConfig
+    (the vendored manifest, re-derived from the source by tests/nemotron/training/test_nemo_rl.py)."""
+    import json
 
     from nemotron.training.nemo_rl import resilience_checkpointing
 
-    repo = "/work/.mirror/NVIDIA-NeMo+RL/repo"
-    proc = subprocess.run(["git", "-C", repo, "show", "v0.4.0:nemo_rl/utils/checkpoint.py"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip("NeMo-RL v0.4.0 source not mirrored here")
+    manifest = json.loads((Path(__file__).parent / "data" / "nemo_rl-v0.4.0.json").read_text())
+    checkpointing = manifest["typed_dicts"]["checkpointing"]
     got = resilience_checkpointing({"NEMOTRON_RESILIENCE_DIR": "/j", "NEMOTRON_RESILIENCE_EXIT_AFTER": "93784"})
     assert got == {"enabled": True, "checkpoint_must_save_by": "01:02:03:04"}
-    for key in got:
-        assert f"    {key}: " in proc.stdout
+    assert set(got) <= set(checkpointing["required"] + checkpointing["optional"])
     assert resilience_checkpointing({}) == {}
