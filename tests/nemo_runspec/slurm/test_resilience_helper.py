@@ -160,3 +160,84 @@ def test_an_attempt_killed_before_its_record_is_closed_by_the_next_from_what_tra
     if stopped:
         assert f"checkpoint at step {step}" in end["reason"]
     assert records[-1]["event"] == "start" and proc.stdout.splitlines()[-1] == "trained"
+
+
+def _watch(tmp_path: Path, driver: str, *, stall: int = 1, max_excluded: int = 2,
+           excluded: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], Path, float]:
+    """One attempt through nemotron_srun (watchdog on, ``stall`` s) running ``driver`` as the
+    training step; returns the run, the resilience dir and its wall time."""
+    bin_dir, res = _install(tmp_path)
+    res.mkdir()
+    if excluded:
+        (res / "excluded").write_text("".join(n + "\n" for n in excluded))
+    script = textwrap.dedent(f"""
+        set -euo pipefail
+        export PATH="{bin_dir}:$PATH" CALLS="{tmp_path}/calls" SLURM_JOB_ID=42 SLURM_JOB_NODELIST=n1
+        NR_DIR={res} NR_MAX_RESTARTS=2 NR_STALL_TIMEOUT={stall} NR_STARTUP_TIMEOUT=60 NR_MAX_EXCLUDED={max_excluded}
+        . {tmp_path}/resilience.sh
+        nemotron_attempt_begin
+        set +e
+        nemotron_srun {driver!r}
+        echo "status $?"
+    """)
+    import time
+
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "-c", script], text=True, capture_output=True, timeout=60)
+    return proc, res, time.monotonic() - t0
+
+
+def _beat(res: Path, step: int, phase: str) -> str:
+    """Shell: write rank 0's heartbeat record as training does (step phase time node rank)."""
+    return f'printf "{step} {phase} %s n1 0\\n" "$(date +%s)" > {res}/heartbeat/a0/rank-0'
+
+
+@pytest.mark.parametrize("phase", ["init", "save", "eval", "between", "native"])
+def test_the_watchdog_spares_start_up_checkpoints_evaluation_and_native_runs(tmp_path, phase):
+    """A rank 4 s into a phase with startup_timeout (60 s) or none is not a stall at stall_timeout 1 s."""
+    res = tmp_path / "resilience"
+    driver = f"{_beat(res, 3, phase)}; sleep 4; {_beat(res, 3, 'done')}"
+    proc, res, _ = _watch(tmp_path, driver)
+    assert proc.stdout.splitlines()[-1] == "status 0", proc.stdout + proc.stderr
+    assert not (res / "stall-a0").exists()
+    assert (_end(res)["kind"], _end(res)["requeue"]) == ("completed", False)
+
+
+def test_the_watchdog_ends_a_step_whose_heartbeat_stops_within_its_bound(tmp_path):
+    """Phase ``step`` older than stall_timeout: the attempt ends within stall_timeout + one poll
+    period (stall_timeout / 4, 1..10 s) + 1 s of clock rounding, named and requeued."""
+    res = tmp_path / "resilience"
+    # the "rank" stays alive until srun is killed (it is its child here)
+    driver = f"{_beat(res, 7, 'step')}; while kill -0 $PPID 2>/dev/null; do sleep 0.2; done"
+    proc, res, wall = _watch(tmp_path, driver, stall=2)
+    stall = (res / "stall-a0").read_text().split()
+    assert stall[:3] == ["7", "0", "n1"] and stall[4:6] == ["step", "2"]
+    end = _end(res)
+    assert end["kind"] == "stall" and end["requeue"] is True and end["node"] == "n1"
+    assert end["reason"].startswith("rank 0 on n1 stalled (last heartbeat: step 7, step;")
+    assert wall < 2 + 1 + 1 + 3  # + 3 s for bash start-up and the record on this shared machine
+    assert "requeue 42" in (tmp_path / "calls").read_text()
+
+
+@pytest.mark.parametrize(("code", "requeue"), [(1, True), (2, False), (3, False)])
+def test_a_rank_that_died_excludes_its_node_unless_the_error_is_the_config(tmp_path, code, requeue):
+    """srun names the node of the first failed task; exit 2/3 (config or backend error) is not
+    restarted and excludes nothing."""
+    proc, res, _ = _watch(tmp_path, f"exit {code}", stall=0)
+    end = _end(res)
+    assert (end["kind"], end["requeue"], end["exit_code"]) == ("failed", requeue, code)
+    assert end["node"] == ("n1" if requeue else "")
+    assert end["exclude"] == ("n1" if requeue else "")
+    assert ("a config or backend error, not restarted" in end["reason"]) is not requeue
+    calls = (tmp_path / "calls").read_text() if (tmp_path / "calls").exists() else ""
+    assert ("update jobid=42 ExcNodeList=n1" in calls) is requeue
+
+
+def test_exclusions_stop_at_max_excluded_nodes(tmp_path):
+    """Two nodes already excluded, the limit 2: a third failed node is not excluded (said why),
+    and the job is still requeued."""
+    proc, res, _ = _watch(tmp_path, "exit 1", stall=0, excluded=("n3", "n4"))
+    end = _end(res)
+    assert (end["kind"], end["requeue"], end["node"], end["exclude"]) == ("failed", True, "n1", "n3,n4")
+    assert "not excluding n1: resilience.max_excluded_nodes (2) reached" in proc.stderr
+    assert (res / "excluded").read_text().split() == ["n3", "n4"]
