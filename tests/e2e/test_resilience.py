@@ -39,6 +39,8 @@ pytestmark = [pytest.mark.slurm]
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 STEPS = 40
 STALL_TIMEOUT = 8
+#: seconds from the watchdog's detection to the attempt's end record (docs/resilience.md, Watchdog)
+KILL_BOUND = 15
 TRAIN = ("nano3", "pretrain", "-c", "tiny", f"fallback.max_steps={STEPS}", "fallback.log_interval=5",
          "fallback.save_interval=10", "run.env.nproc_per_node=2")
 
@@ -212,8 +214,12 @@ def test_stalled_rank_is_ended_named_excluded_and_the_job_finishes(runs):
     assert "rank 1 on " + node in ends[0]["reason"] and "step 7" in ends[0]["reason"]
     assert starts[1]["exclude"] == node and starts[1]["nodes"] != node
     # detected within stall_timeout + the watchdog's poll period (stall_timeout/4) + 1 s of clock granularity
-    age = int((job.res / "stall-a0").read_text().split()[3])
+    stall = (job.res / "stall-a0").read_text().split()
+    age, detected = int(stall[3]), int(stall[6])
     assert STALL_TIMEOUT < age <= STALL_TIMEOUT + STALL_TIMEOUT // 4 + 1
+    # and the attempt has ended (step killed, record written) within KILL_BOUND of the detection
+    last_beat = detected - age
+    assert ends[0]["t"] - last_beat <= STALL_TIMEOUT + STALL_TIMEOUT // 4 + 1 + KILL_BOUND
     assert job.losses() == runs["ref"].losses()
 
 
