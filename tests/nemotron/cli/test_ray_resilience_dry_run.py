@@ -1,7 +1,9 @@
-"""[PROFILE.resilience] for a Ray job (`nemotron nano3 rl`): what --dry-run shows, offline.
+"""[PROFILE.resilience]: what --dry-run shows, offline, for a Ray job (`nemotron nano3 rl`)
+and a torchrun job (`nemotron nano3 pretrain`).
 
-Only the driver's srun goes through the resilience helper; the raylets' and the
-probes' sruns stay plain, and the template's own teardown stays its EXIT trap.
+Only the Ray driver's srun goes through the resilience helper; the raylets' and the
+probes' sruns stay plain, and the template's own teardown stays its EXIT trap. A
+torchrun job's whole training srun goes through it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
-def _dry_run(tmp_path: Path, profile: str) -> str:
+def _dry_run(tmp_path: Path, profile: str, recipe: str = "rl") -> str:
     env_toml = tmp_path / "env.toml"
     env_toml.write_text(textwrap.dedent("""
         [gpu]
@@ -49,11 +51,15 @@ def _dry_run(tmp_path: Path, profile: str) -> str:
     """))
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
     env.update(NEMOTRON_HOME=str(tmp_path / "home"), COLUMNS="250", TMPDIR=str(tmp_path))
-    proc = subprocess.run([str(NEMOTRON), "nano3", "rl", "-c", "tiny", "--dry-run", "--batch", profile,
+    proc = subprocess.run([str(NEMOTRON), "nano3", recipe, "-c", "tiny", "--dry-run", "--batch", profile,
                            "--env-file", str(env_toml)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout[proc.stdout.index("#!/bin/bash"):]
+    return proc.stdout
+
+
+def _script(out: str) -> str:
+    return out[out.index("#!/bin/bash"):]
 
 
 def _calls(script: str, command: str) -> list[str]:
@@ -65,7 +71,7 @@ def _calls(script: str, command: str) -> list[str]:
 
 @pytest.mark.parametrize("profile", ["gpu", "bare"])
 def test_ray_dry_run_shows_signal_requeue_exclusion_and_watchdog(tmp_path, profile):
-    script = _dry_run(tmp_path, profile)
+    script = _script(_dry_run(tmp_path, profile))
     assert "#SBATCH --signal=B:USR1@600" in script
     assert ("# resilience (docs/resilience.md): --signal=B:USR1@600, requeue up to 4 time(s), failed nodes "
             "excluded (at most 1), watchdog: stall_timeout 900 s; the Ray driver's srun goes through the helper"
@@ -82,7 +88,7 @@ def test_ray_dry_run_shows_signal_requeue_exclusion_and_watchdog(tmp_path, profi
 
 @pytest.mark.parametrize("profile", ["gpu", "bare"])
 def test_only_the_driver_srun_goes_through_the_helper(tmp_path, profile):
-    script = _dry_run(tmp_path, profile)
+    script = _script(_dry_run(tmp_path, profile))
     assert not re.search(r"^srun\(\) \{", script, re.M)  # no override of srun for the whole script
     assert _calls(script, "nemotron_srun_start") == [
         'nemotron_srun_start --overlap --nodes=1 --ntasks=1 -w "$HEAD_NODE" $CONTAINER_FLAGS  \\']
@@ -99,7 +105,38 @@ def test_only_the_driver_srun_goes_through_the_helper(tmp_path, profile):
 
 
 def test_ray_dry_run_without_resilience_has_none_of_it(tmp_path):
-    script = _dry_run(tmp_path, "plain")
+    script = _script(_dry_run(tmp_path, "plain"))
     assert "nemotron_" not in script and "--signal" not in script and "NEMOTRON_RESILIENCE" not in script
     assert re.search(r'^srun --overlap --nodes=1 --ntasks=1 -w "\$HEAD_NODE" .*\\\n  bash "\$CLUSTER_DIR/driver.sh" &$',
                      script, re.M)
+
+
+# --- torchrun ----------------------------------------------------------------------------
+
+
+def test_torchrun_dry_run_shows_signal_requeue_exclusion_and_watchdog(tmp_path):
+    out = _dry_run(tmp_path, "gpu", "pretrain")
+    script = _script(out)
+    assert "# Run with: sbatch --requeue --parsable" in out
+    assert "#SBATCH --signal=B:USR1@600" in script
+    assert ("# resilience (docs/resilience.md): --signal=B:USR1@600, requeue up to 4 time(s), failed nodes "
+            "excluded (at most 1), watchdog: stall_timeout 900 s\n" in script)
+    assert re.search(r"^NR_DIR=\S+/resilience NR_MAX_RESTARTS=4 NR_STALL_TIMEOUT=900 NR_STARTUP_TIMEOUT=1800 "
+                     r"NR_MAX_EXCLUDED=1$", script, re.M)
+    assert 'scontrol requeue "$SLURM_JOB_ID"' in script and 'ExcNodeList="$excluded"' in script
+    assert "nemotron_watchdog() {" in script
+    assert "nemotron_attempt_begin\ntrap 'nemotron_on_signal USR1' USR1\ntrap 'nemotron_on_signal TERM' TERM\n" \
+           "srun() { nemotron_srun \"$@\"; }\n" in script
+    assert "export NEMOTRON_RESILIENCE_DIR=/nemo_run/resilience" in script
+    assert "export NEMOTRON_RESILIENCE_EXIT_AFTER=13800" in script  # 4 h - 600 s, for the native backends
+    # the training srun comes after the override, so it goes through the helper
+    assert script.index('srun() { nemotron_srun "$@"; }') < script.index("torchrun --rdzv-backend")
+    proc = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_torchrun_dry_run_without_resilience_has_none_of_it(tmp_path):
+    script = _script(_dry_run(tmp_path, "plain", "pretrain"))
+    assert "torchrun --rdzv-backend" in script
+    for text in ("nemotron_srun", "nemotron_attempt_begin", "nemotron_watchdog", "--signal", "NEMOTRON_RESILIENCE"):
+        assert text not in script
