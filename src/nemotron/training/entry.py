@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError, raised_inside
 from nemo_runspec.ranks import global_rank
 
 from .resilience import (
@@ -134,8 +134,8 @@ def resolve_path_key(cfg: Any, dotted: str) -> str:
             resolve_artifacts_once(sub, _handoff_dir())
         value = sub.value
     except OmegaConfBaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, NemoRunspecError):
+        cause = raised_inside(exc)
+        if cause is not None:
             raise cause from None
         raise ConfigError(f"cannot resolve {dotted}: {exc}".splitlines()[0], key=dotted) from None
     path = Path(os.path.expanduser(str(value)))
