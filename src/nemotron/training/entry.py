@@ -321,16 +321,10 @@ def run_fallback(kind: str, cfg: Any) -> int:
 
 def wandb_view(cfg: Any) -> dict[str, Any]:
     """The parts of a loaded config that say whether and where to log to W&B (``run.wandb``,
-    ``logger``), resolved; nothing else is resolved (no ``${art:...}`` lookups)."""
-    from omegaconf import DictConfig, OmegaConf
+    ``logger``), resolved (:func:`nemo_runspec.wandb_switch.wandb_view`)."""
+    from nemo_runspec.wandb_switch import wandb_view as view
 
-    def plain(node: Any) -> Any:
-        return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
-
-    if not isinstance(cfg, DictConfig):
-        return {"run": {"wandb": (cfg.get("run") or {}).get("wandb")}, "logger": cfg.get("logger")}
-    return {"run": {"wandb": plain(OmegaConf.select(cfg, "run.wandb"))},
-            "logger": plain(OmegaConf.select(cfg, "logger"))}
+    return view(cfg)
 
 
 def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:
