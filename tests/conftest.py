@@ -1,18 +1,36 @@
-"""Suite-wide rule: under ``CI=true`` a skipped test fails the run.
+"""Suite-wide rules.
 
-A skip there means something the suite needs is missing (a broken install, a
-cluster that did not come up) and a green run would hide it. The only skips
-allowed are tests marked ``allowed_skip``, each with the reason CI cannot have
-what it needs (an optional extra, a source tree outside the checkout).
+- Under ``CI=true`` a skipped test fails the run. A skip there means something
+  the suite needs is missing (a broken install, a cluster that did not come up)
+  and a green run would hide it. The only skips allowed are tests marked
+  ``allowed_skip``, each with the reason CI cannot have what it needs (an
+  optional extra, a source tree outside the checkout).
+- No test reaches W&B: :func:`_no_wandb_network` puts every test (and every
+  process it starts, which inherits the environment) in offline mode, with the
+  server address pointing at ``127.0.0.1:9`` where nothing listens and error
+  reporting off. A test that wants other values sets them with ``monkeypatch``
+  (``tests/wandb_offline.offline_env`` does), which restores these afterwards.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
 _SKIPPED: list[str] = []
+
+#: what every test runs under unless it sets otherwise (see the module docstring)
+WANDB_GUARD = {"WANDB_MODE": "offline", "WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_ERROR_REPORTING": "false"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_wandb_network() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in WANDB_GUARD.items():
+            mp.setenv(name, value)
+        yield
 
 
 def _ci() -> bool:

@@ -211,6 +211,14 @@ class OfflineServer:
         to.aliases.append(alias)
 
 
+def _only_defaults(**given: Any) -> None:
+    """The fakes take every parameter of the real methods (their signatures are tested
+    against wandb's) but emulate only the defaults of some: anything else fails the test."""
+    used = {k: v for k, v in given.items() if v not in (None, False)}
+    if used:
+        raise NotImplementedError(f"the W&B fake does not emulate {used}")
+
+
 class FakeArtifact:
     """What ``wandb.Api().artifact(...)`` returns, for the attributes WandbBackend uses."""
 
@@ -224,13 +232,18 @@ class FakeArtifact:
         self.created_at = ""
         self.downloads: list[str] = []
 
-    def save(self) -> None:
+    def save(self, project: str | None = None, settings: Any = None) -> None:
+        _only_defaults(project=project, settings=settings)
         versions = self._server.collections[(self._v.entity, self._v.project, self._v.name)]
         for alias in self.aliases:
             if alias not in self._v.aliases:
                 OfflineServer.move_alias(versions, alias, self._v)
 
-    def download(self, root: str | None = None) -> str:
+    def download(self, root: str | None = None, allow_missing_references: bool = False,
+                 skip_cache: bool | None = None, path_prefix: str | None = None,
+                 multipart: bool | None = None) -> str:
+        _only_defaults(allow_missing_references=allow_missing_references, skip_cache=skip_cache,
+                       path_prefix=path_prefix, multipart=multipart)
         target = Path(root or os.path.join(os.environ["WANDB_ARTIFACT_DIR"], self.name))
         for entry in self._v.entries:
             if entry.local_path:
@@ -271,7 +284,9 @@ class FakeApi:
             raise ValueError(f"type {type!r} specified but this artifact is of type {match[0].type!r}")
         return FakeArtifact(self.server, match[0])
 
-    def artifacts(self, type_name: str, name: str) -> list[FakeArtifact]:
+    def artifacts(self, type_name: str, name: str, order: str | None = None, per_page: int = 50,
+                  tags: list[str] | None = None, start: str | None = None) -> list[FakeArtifact]:
+        _only_defaults(order=order, tags=tags, start=start)
         self.calls.append(("artifacts", name))
         self.server.sync()
         entity, project, coll = self._split(name)

@@ -20,7 +20,9 @@ itself (``exp.dryrun()``, ``exp.run()``). Nothing is run or submitted here.
   dir, as nemo-run expects.
 - **Local** (no profile, or ``executor = "local"``): a nemo-run
   ``LocalExecutor`` task running the command of a local run
-  (:func:`~nemo_runspec.execution.local_command`) in the task's dir, after
+  (:func:`~nemo_runspec.execution.local_command`, or with ``run.setup``/``run.cmd``
+  the same launch files as a direct local run,
+  :func:`~nemo_runspec.execution.local.local_launch_files`) in the task's dir, after
   writing the job files there and running the startup commands; secrets
   come from a 0600 file in a private temp dir, deleted when the task ends.
 
@@ -154,7 +156,8 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
     import tempfile
 
     from nemo_runspec.execution._nemo_run import lean
-    from nemo_runspec.execution.local import local_command, local_nproc
+    from nemo_runspec.execution.local import local_command, local_launch_files, local_nproc
+    from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
     from nemo_runspec.execution.secret_file import (
         SECRET_FILE_NAME,
         source_snippet,
@@ -174,14 +177,22 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
     env["NEMOTRON_JOB_DIR"] = job_dir
     secrets = {k: v for k, v in env.items() if is_secret_name(k)}
     plain = {k: v for k, v in env.items() if k not in secrets}
-    command = local_command(str(job.runspec.script_path), os.path.join(job_dir, "train.yaml"),
-                            job.passthrough, launch=job.launch, nproc=local_nproc(job.run_env, job.launch))
-    lines = ["set -e", write_files_lines(job_dir, job.files()), f"cd {shlex.quote(job_dir)}"]
+    nproc = local_nproc(job.run_env, job.launch)
+    # run.setup / run.cmd: the same launch files as a direct local run (docs/runspec/v1/spec.md §7)
+    launch_files = local_launch_files(job.runspec, job_dir, job.passthrough, launch=job.launch, nproc=nproc)
+    if launch_files:
+        command = ["bash", os.path.join(job_dir, LAUNCH_FILE)]
+    else:
+        command = local_command(str(job.runspec.script_path), os.path.join(job_dir, "train.yaml"),
+                                job.passthrough, launch=job.launch, nproc=nproc)
+    lines = ["set -e", write_files_lines(job_dir, {**job.files(), **launch_files}), f"cd {shlex.quote(job_dir)}"]
     if secrets:  # a 0600 file in a private dir, sourced and deleted by the task
         secret_file = Path(tempfile.mkdtemp(prefix="nemotron-secrets-")) / SECRET_FILE_NAME
         write_secret_file(secret_file, secrets)
         lines.append(source_snippet(str(secret_file)))
     lines += [str(c) for c in job.run_env.get("startup_commands") or []]
+    if launch_files:  # `python` in setup/run.cmd is this interpreter, as in a direct local run
+        lines.append(f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"")
     lines.append(shlex.join(command))  # not exec: the EXIT trap removes the secrets file
     task = Script(inline="\n".join(lines) + "\n", entrypoint="bash")
     return experiment.add(task, executor=LocalExecutor(env_vars=plain), name=task_name,

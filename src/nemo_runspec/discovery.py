@@ -1,9 +1,11 @@
 """Find recipe scripts: every ``*.py`` under a directory with a ``[tool.runspec]`` block.
 
 Cheap enough for ``nemotron --help``: only the first :data:`HEAD_BYTES` of each
-``*.py`` file are read, a file counts as a recipe when a ``# /// script`` line
-and a ``# [tool.runspec]`` line are there, and only that PEP 723 block is
-parsed (stdlib ``tomllib``) for the recipe's ``name``. The full check of the
+``*.py`` file are read; only files with a ``# /// script`` line have that PEP 723
+block parsed (stdlib ``tomllib``), and a file counts as a recipe when the parsed
+TOML has a ``tool.runspec`` table, however it is spelled (``[tool.runspec]``,
+``[tool]`` then ``runspec.name = ...``, an inline table). A block that does not
+parse is reported only when it mentions ``runspec`` (else it is another tool's). The full check of the
 block (:func:`nemo_runspec.parse`) runs when the recipe's command is looked
 up. Directories whose name starts with ``.`` or ``_`` (``__pycache__``,
 ``.git``) are not entered, nor those of :data:`SKIP_DIRS`; the walk stops
@@ -29,7 +31,7 @@ MAX_DEPTH = 6
 SKIP_DIRS = frozenset({"node_modules", "site-packages", "venv", "build", "dist"})
 
 _OPENER = re.compile(rb"(?m)^# /// script[ \t]*\r?$")
-_RUNSPEC = re.compile(rb"(?m)^#[ \t]*\[tool\.runspec\][ \t]*\r?$")
+_MENTIONS_RUNSPEC = re.compile(rb"runspec")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$")
 
 
@@ -66,6 +68,29 @@ class Discovery:
 
     recipes: dict[str, FoundRecipe] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    shadowed: dict[str, list[FoundRecipe]] = field(default_factory=dict)
+    """Scripts found after another of the same name (by name, in search order): they get
+    no command. What runs instead (the first script's generated command, or a
+    hand-written command of that name) is known only where the commands are made, so
+    the warning is said there (:meth:`duplicate_problems`)."""
+
+    def duplicate_problems(self, name: str, *, hand_written: str | None = None) -> list[str]:
+        """One line per script of ``name`` that gets no command, saying what runs instead:
+        ``hand_written`` (the command words, ``nemotron nano3 pretrain``) when a
+        hand-written command has that name, else the first script's generated command.
+        The package's own scripts are not named beside a hand-written command (it is
+        theirs)."""
+        first = self.recipes.get(name)
+        if first is None:
+            return []
+        words = "nemotron " + " ".join(first.command_path)
+        if hand_written is not None:
+            return [f"{r.path}: recipe {name!r} ({r.origin}) gets no command: `{hand_written}` is a "
+                    "hand-written command and runs instead (run this script with `nemotron run "
+                    f"{r.path}`, or rename it)"
+                    for r in [first, *self.shadowed.get(name, [])] if r.origin != "package"]
+        return [f"{r.path}: recipe name {name!r} is taken by {first.path} ({first.origin}): `{words}` "
+                "runs that one (rename one of them)" for r in self.shadowed.get(name, [])]
 
     def under(self, *prefix: str) -> list[FoundRecipe]:
         """The recipes whose command path starts with ``prefix``, in name order."""
@@ -89,21 +114,32 @@ def read_name(path: str | os.PathLike[str]) -> str | None:
             head = fh.read(HEAD_BYTES)
     except OSError as exc:
         raise RunspecError(f"cannot read script: {exc.strerror or exc}", path=shown) from None
-    if _OPENER.search(head) is None or _RUNSPEC.search(head) is None:
+    if _OPENER.search(head) is None:
         return None
     from nemo_runspec._pep723 import find_block  # PEP 723's rules, as parse() reads the block
 
     text = head.decode("utf-8", errors="replace")
     if len(head) == HEAD_BYTES:  # cut mid-file: drop the partial last line
         text = text.rsplit("\n", 1)[0]
-    block = find_block(text, shown)
+    ours = _MENTIONS_RUNSPEC.search(head) is not None  # a broken block is reported only then
+    try:
+        block = find_block(text, shown)
+    except RunspecError:
+        if ours:
+            raise
+        return None
     try:
         data = tomllib.loads("\n".join(block.lines))
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        if not ours:
+            return None  # another tool's PEP 723 block
         why = exc if isinstance(exc, tomllib.TOMLDecodeError) else "values nested too deeply"
         raise RunspecError(f"invalid TOML in the script block: {why}", path=shown, line=block.opener_line,
                            hint="nemotron runspec validate PATH shows the exact line") from None
-    table = data.get("tool", {}).get("runspec", {}) if isinstance(data.get("tool"), dict) else {}
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or "runspec" not in tool:
+        return None  # a PEP 723 block without a runspec (dependencies only, another tool's table)
+    table = tool["runspec"]
     name = table.get("name") if isinstance(table, dict) else None
     if not isinstance(name, str) or not _NAME.match(name):
         raise RunspecError(
@@ -145,7 +181,8 @@ def scan(directory: RecipeDir) -> tuple[list[FoundRecipe], list[str]]:
 
 
 def discover(dirs: Iterable[RecipeDir]) -> Discovery:
-    """Scan ``dirs`` in order; a name found twice keeps the first script (a problem says so)."""
+    """Scan ``dirs`` in order; a name found twice keeps the first script (the others are
+    in :attr:`Discovery.shadowed`)."""
     result = Discovery()
     seen: set[Path] = set()
     for directory in dirs:
@@ -160,9 +197,7 @@ def discover(dirs: Iterable[RecipeDir]) -> Discovery:
             if first is None:
                 result.recipes[recipe.name] = recipe
             elif first.path != recipe.path:
-                result.problems.append(
-                    f"{recipe.path}: recipe name {recipe.name!r} is taken by {first.path} "
-                    f"({first.origin}), which wins (rename one of them)")
+                result.shadowed.setdefault(recipe.name, []).append(recipe)
     return result
 
 

@@ -88,3 +88,22 @@ class SubmissionError(ExecutionError):
 
 class PackagingError(ExecutionError):
     """Code could not be packaged (e.g. uncommitted changes with the git packager)."""
+
+
+def raised_inside(exc: BaseException) -> NemoRunspecError | None:
+    """The :class:`NemoRunspecError` that ``exc`` wraps, if any.
+
+    OmegaConf re-raises an error from a resolver (``${art:...}``) as an
+    ``InterpolationResolutionError`` saying "ArtifactError raised while resolving
+    interpolation: ...", nested once per level of interpolation; our own one-line
+    error is at the end of the ``__cause__``/``__context__`` chain, and that is what
+    a user should read.
+    """
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        if isinstance(node, NemoRunspecError):
+            return node
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    return None

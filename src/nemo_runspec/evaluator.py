@@ -263,10 +263,10 @@ def evaluator_config(script_config: Any, *, resolve_artifacts: bool = True) -> d
             register_resolvers()
         data = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        from nemo_runspec.errors import NemoRunspecError
+        from nemo_runspec.errors import raised_inside
 
-        if isinstance(cause, NemoRunspecError):
+        cause = raised_inside(exc)
+        if cause is not None:
             raise cause from None
         raise ConfigError(f"cannot resolve the evaluation config: {exc}".splitlines()[0]) from None
     finally:

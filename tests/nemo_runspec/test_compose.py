@@ -75,6 +75,32 @@ def test_local_task_runs_when_the_caller_runs_the_experiment(recipe, tmp_path: P
     assert _files_containing(tmp_path / "exps", SECRET) == []  # delivered through a deleted 0600 file
 
 
+def test_local_task_honours_run_setup_and_cmd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A composed local task starts like a direct local run: ``run.setup`` sourced first (what
+    it exports reaches the script), then ``run.cmd`` with its placeholders filled in."""
+    import json
+
+    import nemo_run as run
+
+    script = SCRIPT.replace('# launch = "direct"\n', '# launch = "direct"\n'
+                            '# setup = "export GREETING=hello"\n'
+                            '# cmd = "python {script} --config {config} --tag x {args}"\n')
+    script = script.replace('"cwd": os.getcwd()}', '"cwd": os.getcwd(), "greeting": os.environ.get("GREETING")}')
+    (tmp_path / "recipe" / "config").mkdir(parents=True)
+    (tmp_path / "recipe" / "config" / "default.yaml").write_text("greeting: hi\n")
+    (tmp_path / "recipe" / "hello.py").write_text(script)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NEMOTRON_ENV_FILE", raising=False)
+    spec = parse(tmp_path / "recipe" / "hello.py")
+    with run.Experiment("pipe", base_dir=str(tmp_path / "exps")) as exp:
+        execute_recipe(spec, RunConfig(passthrough=["--a"]), experiment=exp)
+        exp.run(sequential=True)
+    data = json.loads(Path(exp._exp_dir, "team-hello", "out.json").read_text())
+    assert data["greeting"] == "hello"
+    assert data["args"] == ["--tag", "x", "--a"]
+
+
 def test_dry_run_adds_nothing(recipe, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import nemo_run as run
 

@@ -71,7 +71,7 @@ def test_create_executor_local_profile_needs_no_runspec():
 def test_build_env_vars_returns_one_dict_with_the_tokens():
     from nemo_runspec.execution import build_env_vars
 
-    job_config = OmegaConf.create({"wandb": {"project": "p", "entity": "e"},
+    job_config = OmegaConf.create({"run": {"wandb": {"project": "p", "entity": "e"}},
                                    "model": "hf://org/model"})
     env_config = {"executor": "slurm", "env_vars": {"NCCL_DEBUG": "INFO"}}
     environ = {"WANDB_API_KEY": "wk-1", "HF_TOKEN": "hf_1"}
@@ -87,7 +87,7 @@ def test_build_env_vars_returns_one_dict_with_the_tokens():
 def test_the_plain_secret_split_stays_available():
     from nemo_runspec.execution import build_env_vars, split_env_vars
 
-    job_config = {"wandb": {"project": "p"}}
+    job_config = {"run": {"wandb": {"project": "p"}}}
     environ = {"WANDB_API_KEY": "wk-1"}
     plain, secrets = split_env_vars(job_config, {}, environ=environ)
     assert secrets == {"WANDB_API_KEY": "wk-1"} and "WANDB_API_KEY" not in plain

@@ -22,17 +22,20 @@ if TYPE_CHECKING:
     from nemo_runspec.run import RunConfig
 
 
-def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Any = None,
+                   dependencies: list[str] | None = None) -> int | str | None:
     """Compile the recipe ``spec`` as ``run`` asks, then run it, show it or submit it.
 
     Returns the exit code (a local run: the script's; ``--run``: the job's;
     ``--batch`` and dry runs: 0). With ``experiment`` (a ``nemo_run.Experiment``)
     the recipe's task is added to it instead and its task id returned (None for
     a dry run, which only shows the job): see :mod:`nemo_runspec.compose`.
+    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
+    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
-    job = compile_job(spec, run)  # config + overrides + profile, with provenance
+    job = compile_job(spec, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task, it runs the experiment
-        return compose.add_to_experiment(job, experiment)
+        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local"
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name

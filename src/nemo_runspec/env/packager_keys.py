@@ -39,9 +39,12 @@ def unused_keys(packager: str, keys: Mapping[str, object] | set[str], *, sub: bo
     return [k for k in table if k in present and packager not in table[k]]
 
 
-def unused_message(key: str, value: object, packager: str, *, sub: bool = False) -> str:
+def unused_message(key: str, value: object, packager: str, *, sub: bool = False,
+                   default_reason: str | None = None) -> str:
     """``KEY = VALUE is not used by packager = "X" (read by: ...; remove it)``: one line,
-    starting with the key so validation places it at that key's line."""
+    starting with the key so validation places it at that key's line. With
+    ``default_reason`` the packager is the recipe's default (the profile names none):
+    the line says so and why that default was chosen."""
     users = (SUB_KEY_USERS if sub else PROFILE_KEY_USERS)[key]
     if isinstance(value, bool):
         shown = str(value).lower()
@@ -49,5 +52,10 @@ def unused_message(key: str, value: object, packager: str, *, sub: bool = False)
         shown = repr(value)
     else:
         shown = "[...]" if isinstance(value, list | tuple) else "{...}"
+    readers = " or ".join(repr(u) for u in users)
+    if default_reason is not None:
+        return (f'{key} = {shown} is not used by packager = "{packager}", the default for this recipe since the '
+                f'profile names no packager ({default_reason}); it is read only by packager = {readers}: '
+                f'set packager = {users[0]!r} in the profile or remove the key')
     return (f'{key} = {shown} is not used by packager = "{packager}" '
-            f'(read only by packager = {" or ".join(repr(u) for u in users)}; remove it or change packager)')
+            f'(read only by packager = {readers}; remove it or change packager)')

@@ -18,23 +18,14 @@ from nemo_runspec.execution.settings import launch_of, lookup, profile_values
 from nemo_runspec.secrets import is_secret_env, marked_names
 
 
-def _wandb_enabled(job_config: Any) -> bool:
-    wandb = lookup(job_config, "wandb")
-    if wandb is None:
-        wandb = lookup(job_config, "run", "wandb")
-    if wandb is False:
-        return False
-    if wandb is None:
-        # Megatron-Bridge configs turn W&B on by naming a project in `logger`,
-        # NeMo-RL configs with `logger.wandb_enabled`.
-        return bool(lookup(job_config, "logger", "wandb_project")
-                    or lookup(job_config, "logger", "wandb_enabled") is True)
-    if isinstance(wandb, bool):
-        return wandb
-    enabled = lookup(wandb, "enabled")
-    if enabled is not None:
-        return bool(enabled)
-    return bool(lookup(wandb, "project"))
+def wandb_enabled(job_config: Any) -> bool:
+    """True when the job logs to W&B: the rule the job itself applies
+    (:func:`nemo_runspec.wandb_switch.wandb_switch`), for the stage its recipe name
+    says (:func:`~nemo_runspec.wandb_switch.stage_of`)."""
+    from nemo_runspec.wandb_switch import stage_of, wandb_switch, wandb_view
+
+    stage = stage_of(lookup(job_config, "run", "recipe", "name"))
+    return wandb_switch(wandb_view(job_config), stage) is not None
 
 
 def _discovered_wandb_section() -> dict[str, Any]:
@@ -49,18 +40,18 @@ def _discovered_wandb_section() -> dict[str, Any]:
 def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME``... for a job that logs to W&B.
 
-    Sources, first wins: the job config's ``wandb`` (or ``run.wandb``) section,
+    Sources, first wins: the job config's ``run.wandb`` section,
     Megatron-Bridge's ``logger.wandb_project``/``wandb_entity``/``wandb_exp_name``,
     NeMo-RL's ``logger.wandb.project``/``entity``/``name``, then env.toml ``[wandb]`` (``project``, ``entity``); ``[wandb]`` ``mode``,
     ``group`` and ``tags`` become ``WANDB_MODE``/``WANDB_RUN_GROUP``/``WANDB_TAGS``.
-    W&B is on only when the job config turns it on (``logger.wandb_project``,
-    ``logger.wandb_enabled: true`` or a ``wandb`` section): ``[wandb]`` supplies settings, it does not enable logging.
+    W&B is on only when the job config turns it on (:func:`wandb_enabled`, the job's
+    own rule): ``[wandb]`` supplies settings, it does not enable logging.
     The result also holds ``api_key_env``: the name of the variable holding the
     API key (default ``WANDB_API_KEY``). ``wandb_section`` is the ``[wandb]``
     table of the command's env.toml (discovered when None). Never contacts W&B.
     """
     section = dict(_discovered_wandb_section() if wandb_section is None else wandb_section)
-    wandb = lookup(job_config, "wandb") or lookup(job_config, "run", "wandb")
+    wandb = lookup(job_config, "run", "wandb")
     wandb = wandb if not isinstance(wandb, bool) else None
     out: dict[str, str] = {"api_key_env": str(section.get("api_key_env") or "WANDB_API_KEY")}
     # ("logger", "wandb", KEY): NeMo-RL's logger.wandb section
@@ -120,7 +111,7 @@ def split_env_vars(
 
     Merge order (later wins): runspec ``env`` < profile ``env_vars``. W&B settings
     (``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_NAME``) are added only when the
-    job config enables wandb; ``WANDB_API_KEY`` is forwarded from the user's
+    job logs to W&B (:func:`wandb_enabled`, the rule the job applies); ``WANDB_API_KEY`` is forwarded from the user's
     environment only then, or when the artifact registry is W&B's. ``HF_TOKEN`` is forwarded from the user's environment
     when it is set and the job refers to Hugging Face (an ``hf://`` path, a
     ``huggingface`` name, or ``HF_HOME`` in the env). ``NEMOTRON_ARTIFACTS_ROOT``
@@ -146,10 +137,11 @@ def split_env_vars(
         merged.setdefault("LOGLEVEL", "WARNING")
 
     wandb_registry = bool(root) and root.startswith("wandb://")
-    if _wandb_enabled(job_config) or wandb_registry:
+    logs = wandb_enabled(job_config)
+    if logs or wandb_registry:
         settings = wandb_settings(job_config, wandb_section)
         key_var = settings.pop("api_key_env")
-        if not _wandb_enabled(job_config):  # the registry only: its key, mode and nothing else
+        if not logs:  # the registry only: its key, mode and nothing else
             settings = {k: v for k, v in settings.items() if k == "WANDB_MODE"}
         for var, value in settings.items():
             merged.setdefault(var, value)

@@ -136,6 +136,11 @@ def build_packager(
     kind = profile_values.get("packager")
     if kind is None:
         kind, reason = default_packager_kind(runspec, script, root)
+        from nemo_runspec.env.packager_keys import PROFILE_KEY_USERS, unused_keys, unused_message
+
+        for key in unused_keys(kind, {k: profile_values.get(k) for k in PROFILE_KEY_USERS}):
+            raise PackagingError(unused_message(key, profile_values.get(key), kind, default_reason=reason),
+                                 **_where(sources, key))
     else:
         reason = "profile key packager"
         src = (sources or {}).get("packager")

@@ -6,7 +6,9 @@ Every recipe script with a ``[tool.runspec]`` block in the package's recipes
 recipe_dirs``) becomes the command its runspec name spells: ``nano3/distill``
 is ``nemotron nano3 distill``, ``team/eval/long`` is ``nemotron team eval
 long``. A command that already exists there (a hand-written, forkable command
-file such as ``commands/nano3/pretrain.py``) wins over the generated one.
+file such as ``commands/nano3/pretrain.py``) wins over the generated one; a
+user's script of that name gets a ``warning:`` line saying the hand-written
+command runs instead (and how to run the script: ``nemotron run PATH``).
 
 A generated command behaves like a hand-written one: the recipe help panels
 (configs, profiles, artifacts and examples from the script's docstring),
@@ -92,8 +94,13 @@ def attach(group: Any, prefix: tuple[str, ...], found: Discovery) -> None:
                 break
             node = child
         else:
-            if rest[-1] not in node.commands:  # a hand-written command of that name wins
+            if rest[-1] not in node.commands:
                 node.add_command(lazy_command(recipe), rest[-1])
+                found.problems += found.duplicate_problems(recipe.name)
+            elif not isinstance(node.commands[rest[-1]], LazyGeneratedCommand):
+                # a hand-written command of that name runs, not any script of that name
+                found.problems += found.duplicate_problems(
+                    recipe.name, hand_written="nemotron " + " ".join(recipe.command_path))
 
 
 def recipe_group(name: str, path: tuple[str, ...]) -> Any:
@@ -112,6 +119,7 @@ def build_top_level(name: str, found: Discovery) -> Any:
     one-word recipe name."""
     single = found.recipes.get(name)
     if single is not None and not found.under(name)[1:]:
+        found.problems += found.duplicate_problems(name)
         return lazy_command(single)
     group = recipe_group(name, (name,))
     attach(group, (name,), found)
@@ -187,6 +195,9 @@ def script_docstring(path: Path) -> str | None:
 
 
 def report(found: Discovery) -> None:
-    """One ``warning:`` line on stderr per discovery problem (shown with help listings)."""
-    for problem in found.problems:
+    """One ``warning:`` line on stderr per discovery problem not reported yet in this
+    invocation (shown with help listings, and where generated commands are made)."""
+    done = getattr(found, "_reported", 0)
+    for problem in found.problems[done:]:
         print(f"warning: {problem}", file=sys.stderr)
+    found._reported = len(found.problems)  # type: ignore[attr-defined]

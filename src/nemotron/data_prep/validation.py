@@ -168,6 +168,11 @@ def _container(cfg: Any, *, resolve: bool) -> dict[str, Any]:
         try:
             data = OmegaConf.to_container(cfg, resolve=resolve)
         except OmegaConfBaseException as exc:
+            from nemo_runspec.errors import raised_inside
+
+            cause = raised_inside(exc)
+            if cause is not None:
+                raise cause from None
             key = getattr(exc, "full_key", None) or None
             msg = str(getattr(exc, "msg", None) or exc).splitlines()[0]
             where = f" of key '{key}'" if key else ""

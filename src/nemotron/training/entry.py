@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError, raised_inside
 from nemo_runspec.ranks import global_rank
 
 from .resilience import (
@@ -134,8 +134,8 @@ def resolve_path_key(cfg: Any, dotted: str) -> str:
             resolve_artifacts_once(sub, _handoff_dir())
         value = sub.value
     except OmegaConfBaseException as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, NemoRunspecError):
+        cause = raised_inside(exc)
+        if cause is not None:
             raise cause from None
         raise ConfigError(f"cannot resolve {dotted}: {exc}".splitlines()[0], key=dotted) from None
     path = Path(os.path.expanduser(str(value)))
@@ -321,16 +321,10 @@ def run_fallback(kind: str, cfg: Any) -> int:
 
 def wandb_view(cfg: Any) -> dict[str, Any]:
     """The parts of a loaded config that say whether and where to log to W&B (``run.wandb``,
-    ``logger``), resolved; nothing else is resolved (no ``${art:...}`` lookups)."""
-    from omegaconf import DictConfig, OmegaConf
+    ``logger``), resolved (:func:`nemo_runspec.wandb_switch.wandb_view`)."""
+    from nemo_runspec.wandb_switch import wandb_view as view
 
-    def plain(node: Any) -> Any:
-        return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
-
-    if not isinstance(cfg, DictConfig):
-        return {"run": {"wandb": (cfg.get("run") or {}).get("wandb")}, "logger": cfg.get("logger")}
-    return {"run": {"wandb": plain(OmegaConf.select(cfg, "run.wandb"))},
-            "logger": plain(OmegaConf.select(cfg, "logger"))}
+    return view(cfg)
 
 
 def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:

@@ -2,12 +2,14 @@
 settings, mapped onto each backend.
 
 On when the stage config turns it on, in the form of its native backend, or in
-the launcher's ``run.wandb``:
+the launcher's ``run.wandb`` -- the rule of :mod:`nemo_runspec.wandb_switch`, which
+the CLI applies too when it decides whether the job gets the API key:
 
 - pretrain / SFT (Megatron-Bridge's ``LoggerConfig``): ``logger.wandb_project``;
 - RL (NeMo-RL's logger config): ``logger.wandb_enabled: true``;
 - any stage: ``run.wandb`` with ``enabled: true`` or a ``project``
-  (``run.wandb: false`` turns it off).
+  (``run.wandb: false`` or ``run.wandb.enabled: false`` turns it off, whatever
+  the ``logger`` keys say).
 
 The settings (project, entity, run name, save dir) come from the config first
 (``run.wandb.*``, then the stage's own ``logger`` keys), then from the job's
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ConfigError
+from nemo_runspec.wandb_switch import wandb_switch
 
 EXTRA = "nemotron[wandb]"
 
@@ -71,24 +74,20 @@ def _first(*values: Any) -> str | None:
 
 def wandb_settings(cfg: Mapping[str, Any], kind: str,
                    environ: Mapping[str, str] | None = None) -> WandbSettings | None:
-    """The W&B settings of a resolved stage config ``cfg`` (``kind``: pretrain, sft or rl), or None when off."""
+    """The W&B settings of a resolved stage config ``cfg`` (``kind``: pretrain, sft or rl), or None when off
+    (the rule of :func:`nemo_runspec.wandb_switch.wandb_switch`, which the CLI applies too)."""
     environ = os.environ if environ is None else environ
-    run = _get(cfg, "run.wandb")
-    if run is False:
+    switch = wandb_switch(cfg, kind)
+    if switch is None:
         return None
+    run = _get(cfg, "run.wandb")
     run = run if isinstance(run, Mapping) else {}
     if kind == "rl":
         own = {"project": _get(cfg, "logger.wandb.project"), "entity": _get(cfg, "logger.wandb.entity"),
                "name": _get(cfg, "logger.wandb.name"), "save_dir": None}
-        switch, on = "logger.wandb_enabled", _get(cfg, "logger.wandb_enabled") is True
     else:
         own = {"project": _get(cfg, "logger.wandb_project"), "entity": _get(cfg, "logger.wandb_entity"),
                "name": _get(cfg, "logger.wandb_exp_name"), "save_dir": _get(cfg, "logger.wandb_save_dir")}
-        switch, on = "logger.wandb_project", own["project"] not in (None, "")
-    if not on and (run.get("enabled") is True or (run.get("enabled") is None and run.get("project"))):
-        switch, on = "run.wandb", True
-    if not on:
-        return None
     return WandbSettings(
         project=_first(run.get("project"), own["project"], environ.get("WANDB_PROJECT")),
         entity=_first(run.get("entity"), own["entity"], environ.get("WANDB_ENTITY")),

@@ -126,12 +126,15 @@ def test_build_env_vars_split_and_rules():
     assert plain.pop("NEMOTRON_ARTIFACTS_ROOT")
     assert plain == {"A": "1", "B": "profile"}
     assert secrets == {"MY_SECRET": "s3cr3t"}  # no wandb, no HF use -> nothing forwarded
-    cfg = {"wandb": {"project": "p", "entity": "e"}, "model": "hf://org/model"}
+    cfg = {"run": {"wandb": {"project": "p", "entity": "e"}}, "model": "hf://org/model"}
     plain, secrets = split_env_vars(cfg, prof, runspec=rs, environ=environ)
     assert plain["WANDB_PROJECT"] == "p" and plain["WANDB_ENTITY"] == "e"
     assert secrets == {"MY_SECRET": "s3cr3t", "WANDB_API_KEY": "wk", "HF_TOKEN": "hf_abc"}
-    plain, secrets = split_env_vars({"wandb": {"enabled": False, "project": "p"}}, prof,
+    plain, secrets = split_env_vars({"run": {"wandb": {"enabled": False, "project": "p"}}}, prof,
                                     environ=environ)
+    assert "WANDB_PROJECT" not in plain and "WANDB_API_KEY" not in secrets
+    # a top-level `wandb:` section is read by no training backend: it forwards nothing
+    plain, secrets = split_env_vars({"wandb": {"project": "p"}}, prof, environ=environ)
     assert "WANDB_PROJECT" not in plain and "WANDB_API_KEY" not in secrets
 
 

@@ -141,6 +141,28 @@ def test_build_packager_refuses_keys_the_packager_does_not_read(repo, profile, k
     assert ei.value.key == key
 
 
+@pytest.mark.parametrize(("profile", "key"), [({"include_submodules": False}, "include_submodules"),
+                                            ({"packager_relative_path": "."}, "packager_relative_path"),
+                                            ({"workdir": "/opt/x"}, "workdir")])
+def test_without_packager_keys_the_recipe_default_does_not_read_are_refused(repo, profile, key):
+    """No ``packager`` in the profile: the recipe's default (here ``code``: the script imports
+    project code) is checked like a named one, and the line says it is the default and why."""
+    spec = parse(repo / "src/proj/recipes/train.py")
+    with pytest.raises(PackagingError) as ei:
+        build_packager(profile, runspec=spec, script_path=spec.script_path)
+    msg = str(ei.value)
+    assert msg.startswith(f'{key} = ') and "\n" not in msg and ei.value.key == key
+    assert ('is not used by packager = "code", the default for this recipe since the profile names no packager '
+            "(default: the script imports project code (proj.util, line ") in msg
+    assert "set packager = " in msg
+
+
+def test_without_packager_keys_the_recipe_default_reads_are_accepted(repo, tmp_path):
+    spec = parse(repo / "src/proj/recipes/train.py")
+    _, plan = build_packager({"packager_subpath": "src"}, runspec=spec, script_path=spec.script_path)
+    assert plan.kind == "code"
+
+
 def test_hybrid_part_with_a_key_its_packager_does_not_read(repo):
     spec = parse(repo / "src/proj/recipes/train.py")
     with pytest.raises(PackagingError, match=r'packagers\.c: subpath = .src. is not used by packager = "pattern"'):

@@ -102,3 +102,49 @@ def test_a_recipe_under_a_command_is_a_warning_where_its_group_is_listed(tmp_pat
     assert len(warnings) == 1 and "'nano3 pretrain' is a command, not a group" in warnings[0]
     helped = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "pretrain", "--help")
     assert helped.returncode == 0 and "warning" not in helped.stderr
+
+
+def test_a_users_script_named_like_a_hand_written_command_is_told_the_truth(tmp_path: Path) -> None:
+    """A user's ``nano3/pretrain`` script does not replace ``nemotron nano3 pretrain`` (the
+    hand-written command runs): the warning says so, and how to run the script."""
+    (tmp_path / "r" / "config").mkdir(parents=True)
+    mine = tmp_path / "r" / "p.py"
+    mine.write_text(GOOD.replace("team/hello", "nano3/pretrain").replace("Say hello", "Fake"))
+    (tmp_path / "r" / "config" / "default.yaml").write_text("a: 1\n")
+    listed = _run(tmp_path, "--recipe-dir", str(tmp_path / "r"), "nano3", "--help")
+    assert listed.returncode == 0, listed.stderr
+    warnings = [line for line in listed.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {mine}: recipe 'nano3/pretrain' (--recipe-dir) gets no command: "
+                        "`nemotron nano3 pretrain` is a hand-written command and runs instead "
+                        f"(run this script with `nemotron run {mine}`, or rename it)"]
+    assert "wins" not in listed.stderr
+
+
+def test_a_recipe_name_found_twice_names_the_command_that_runs(tmp_path: Path) -> None:
+    rdir = _recipes(tmp_path)
+    (tmp_path / "r2" / "config").mkdir(parents=True)
+    other = tmp_path / "r2" / "hello.py"
+    other.write_text(GOOD.replace("Say hello", "Other hello"))
+    (tmp_path / "r2" / "config" / "default.yaml").write_text("a: 1\n")
+    listed = _run(tmp_path, "--recipe-dir", str(rdir), "--recipe-dir", str(tmp_path / "r2"), "team", "--help")
+    assert listed.returncode == 0, listed.stderr
+    assert (f"warning: {other}: recipe name 'team/hello' is taken by {rdir / 'team' / 'hello.py'} (--recipe-dir): "
+            "`nemotron team hello` runs that one (rename one of them)") in listed.stderr.splitlines()
+
+
+def test_recipe_help_says_our_default_packager_differs_from_the_reference(tmp_path: Path) -> None:
+    """The packager line of every recipe help (hand-written and generated): the profile's key,
+    else our per-recipe default, which is not the reference's ``git`` -- and why."""
+    from nemo_runspec.cli.help import PACKAGER_HELP
+
+    rdir = _recipes(tmp_path)
+    for argv in (("nano3", "pretrain", "--help"), ("--recipe-dir", str(rdir), "team", "hello", "--help")):
+        out = _run(tmp_path, *argv)
+        assert out.returncode == 0, out.stderr
+        text = " ".join(out.stdout.replace("│", " ").split())
+        assert PACKAGER_HELP in text, text
+    for part in ("the recipe's default: code", "self_contained", "not the reference's git",
+                 "git ships committed files only", "docs/migrating-from-reference.md"):
+        assert part in PACKAGER_HELP
+    migrating = (Path(__file__).resolve().parents[3] / "docs" / "migrating-from-reference.md").read_text()
+    assert "The default packager is not `git`." in migrating

@@ -55,3 +55,21 @@ def test_wandb_settings_reach_the_script_and_the_key_only_the_secrets_file(tmp_p
     assert ".nemotron-secrets.env" in out and "api_key_env: MY_WB_KEY" in out
     assert not marker.exists(), "the CLI imported wandb"
     assert not (tmp_path / "nh" / "jobs").exists()  # a dry run writes no job dir
+
+
+def test_a_run_with_the_w_and_b_registry_but_no_wandb_package_prints_only_our_line(tmp_path: Path):
+    """The job resolves ``${art:...}`` through OmegaConf, which wraps the registry's error
+    ("ArtifactError raised while resolving interpolation: ..."); the user reads our line alone."""
+    (tmp_path / "env.toml").write_text('[wandb]\nproject = "p"\nentity = "e"\n[artifacts]\nbackend = "wandb"\n')
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "wandb.py").write_text("raise ImportError('No module named wandb')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEMOTRON_", "WANDB_"))}
+    env.update(NEMOTRON_HOME=str(tmp_path / "nh"), HOME=str(tmp_path), PYTHONPATH=f"{stub}:{ROOT / 'src'}",
+               WANDB_BASE_URL="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
+    proc = subprocess.run([str(NEMOTRON), "nano3", "pretrain", "-c", "tiny", "--env-file", str(tmp_path / "env.toml")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == ["error: W&B is configured but the wandb package is not installed (pip install 'nemotron[wandb]')"]
+    assert "Traceback" not in proc.stderr

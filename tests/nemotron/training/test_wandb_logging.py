@@ -170,3 +170,47 @@ def test_megatron_bridge_build_config_sets_wandb_save_dir():
     out = mb.build_config("pretrain", cfg, importer=importer)
     assert (out.logger.wandb_project, out.logger.wandb_entity, out.logger.wandb_exp_name,
             out.logger.wandb_save_dir) == ("p", "e", "n", "/s")
+
+
+# -- the native branch of train.py's entry point ---------------------------------------------
+
+def _native_main(kind: str, tmp_path: Path, yaml_text: str, *extra: str) -> dict:
+    """``entry.main`` down its native branch: ``json`` (a stdlib module, so importable and
+    usable) stands for the native backend; the run is captured instead of started."""
+    from nemotron.training import entry
+
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml_text)
+    seen: list[tuple[dict, list[str]]] = []
+
+    def native_run(container: dict, extras: list[str]) -> int:
+        seen.append((container, extras))
+        return 0
+
+    code = entry.main(kind, ["--config", str(config), *extra], description="t", native_module="json",
+                      script=__file__, native_run=native_run)
+    assert code == 0 and len(seen) == 1
+    return seen[0][0]
+
+
+def test_native_pretrain_gets_wandb_settings_in_megatron_bridge_logger_fields(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_PROJECT", "env-proj")
+    monkeypatch.setenv("WANDB_ENTITY", "env-team")
+    container = _native_main("pretrain", tmp_path, "run:\n  wandb:\n    enabled: true\n"
+                                                   "logger:\n  log_interval: 5\n  wandb_exp_name: nano3-pretrain\n"
+                                                   "  wandb_save_dir: /ckpt/wandb\n")
+    assert "run" not in container
+    assert container["logger"] == {"log_interval": 5, "wandb_project": "env-proj", "wandb_entity": "env-team",
+                                   "wandb_exp_name": "nano3-pretrain", "wandb_save_dir": "/ckpt/wandb"}
+    off = _native_main("pretrain", tmp_path, "logger:\n  log_interval: 5\n  wandb_project: null\n")
+    assert off["logger"] == {"log_interval": 5, "wandb_project": None}
+
+
+def test_native_rl_gets_wandb_settings_in_nemo_rl_logger_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_ENTITY", "env-team")
+    monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    container = _native_main("rl", tmp_path, "logger:\n  wandb_enabled: false\n  log_dir: logs\n"
+                                             "  wandb:\n    project: rl-proj\n    name: nano3-rl\n",
+                             "logger.wandb_enabled=true")
+    assert container["logger"] == {"wandb_enabled": True, "log_dir": "logs",
+                                   "wandb": {"project": "rl-proj", "entity": "env-team", "name": "nano3-rl"}}

@@ -136,13 +136,13 @@ class NemotronGroup(FastHelpGroup):
         root = self
 
         def attach_found() -> None:
-            from nemotron.cli.discovered import attach, discovery_for
+            from nemotron.cli.discovered import attach, discovery_for, report
 
             found = discovery_for(root._root_ctx)
             known = len(found.problems)
             attach(group, (name,), found)
-            for problem in found.problems[known:]:
-                print(f"warning: {problem}", file=sys.stderr)
+            if len(found.problems) > known:
+                report(found)
 
         if isinstance(group, FastHelpGroup):
             group.before_lookup = attach_found
@@ -182,8 +182,13 @@ class NemotronGroup(FastHelpGroup):
 
             found = discovery_for(ctx)
             if any(r.command_path[0] == cmd_name for r in found.recipes.values()):
+                known = len(found.problems)
                 command = build_top_level(cmd_name, found)
                 self.add_command(command, cmd_name)
+                if len(found.problems) > known:  # a name found twice: said where its command is made
+                    from nemotron.cli.discovered import report
+
+                    report(found)
         return command
 
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:

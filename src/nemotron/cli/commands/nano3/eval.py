@@ -57,17 +57,20 @@ def eval(ctx: typer.Context) -> int:
     return evaluate_job(parse_recipe_config(ctx))  # type: ignore[return-value]
 
 
-def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
+                 dependencies: list[str] | None = None) -> int | str | None:
     """Compile, then run here, show, or submit one evaluation (also `nemotron evaluate`).
 
     ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
     task id; the caller runs the experiment (None for a dry run, which only shows it).
+    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
+    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     The evaluator images' ``.sqsh`` imports are then not submitted.
     """
-    ev = evaluator.prepare_eval_job(compile_job(SPEC, cfg))  # + tasks, W&B, images
+    ev = evaluator.prepare_eval_job(compile_job(SPEC, cfg, check_artifacts=experiment is None))  # + tasks, W&B, images
     job = ev.job
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment)
+        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": eval.py runs here
         return show(ev) if job.dry_run else execution.run_local(job)
     # FORK POINT: the lines below send the job to Slurm through nemo-run (after the

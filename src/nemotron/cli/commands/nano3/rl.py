@@ -40,15 +40,18 @@ def rl(ctx: typer.Context) -> int:
     return execute(parse_recipe_config(ctx))
 
 
-def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
+            dependencies: list[str] | None = None) -> int | str | None:
     """Compile the RL job of ``run``, then run it here, show it or submit it; returns the exit code.
 
     ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
     task id; the caller runs the experiment (None for a dry run, which only shows it).
+    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
+    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
-    job = compile_job(SPEC, run)  # config + overrides + profile, with provenance
+    job = compile_job(SPEC, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment)
+        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name

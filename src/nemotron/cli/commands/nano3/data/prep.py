@@ -46,19 +46,22 @@ def prepare(spec: Runspec, ctx: typer.Context) -> int:
     return execute(spec, parse_recipe_config(ctx))  # type: ignore[return-value]
 
 
-def execute(stage: Runspec | str, run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
+def execute(stage: Runspec | str, run: RunConfig | RecipeConfig, *, experiment: Any = None,
+            dependencies: list[str] | None = None) -> int | str | None:
     """Compile the data prep of ``stage`` (``pretrain``, ``sft``, ``rl`` or its runspec) as
     ``run`` asks, check its config, then run it here, show it or submit it; returns the
     exit code. ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and
     return the task id; the caller runs the experiment (None for a dry run, which only shows it).
+    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
+    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
     spec = SPECS[stage] if isinstance(stage, str) else stage
-    job = compile_job(spec, run)  # config + overrides + profile, with provenance
+    job = compile_job(spec, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
     from nemotron.data_prep.validation import check_config  # imports pydantic: not at --help time
 
     check_config(job.train_config, stage_of(spec), overrides=list(run.overrides))  # every key typed, ${...} later
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment)
+        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
