@@ -206,7 +206,7 @@ def show(job: CompiledJob, prepared: BackendJob) -> int:
     if prepared.secrets:
         scripts[f"{SEEN}/.nemotron-secrets.env (mode 0600, deleted when the job starts)"] = \
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
-    display_dry_run(job.job_config, job.train_config, env_profile=job.profile, scripts=scripts,
+    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, scripts=scripts,
                     artifacts=describe_references(job.job_config, registry=job.registry))
     return 0
 
