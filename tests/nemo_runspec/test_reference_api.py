@@ -254,3 +254,22 @@ def test_a_global_option_where_none_is_read_never_suggests_itself():
     assert "did you mean '--run'" not in text and "split_unknown_args(args, ctx)" in text
     with pytest.raises(CLIUsageError, match="did you mean '--dry-run'"):
         split_unknown_args(["--dryrun"])
+
+
+def test_a_profile_is_a_real_mapping(env_toml):
+    import copy
+    from collections.abc import Mapping
+
+    from nemo_runspec.env import load_env_profile
+
+    env = load_env_profile("prod", env_toml)
+    assert isinstance(env, Mapping) and len(env) == len(env.values) == 6  # extends is a key too
+    assert dict(env) == env.values and set(env) == set(env.values)
+    assert env.nodes == 8 and env.partition == "prod-gpu" and env.qos is None  # a profile key, unset
+    with pytest.raises(AttributeError):
+        env.no_such_key  # noqa: B018
+    assert OmegaConf.create(dict(env)).nodes == 8
+    with pytest.raises(Exception) as err:  # noqa: B017, PT011 - never a config of our attributes
+        OmegaConf.create(env)
+    assert "unsupported type" in str(err.value).lower()
+    assert copy.deepcopy(env) == env and bool(load_env_profile("dev", env_toml))
