@@ -423,3 +423,13 @@ def test_upstream_sft_config_runs_on_the_cpu_fallback(sandbox, layout):
     assert not any("'dataset." in w for w in warnings), warnings  # read, not ignored
     if layout == "explicit":
         assert any("'recipe.packed_sequence'" in w for w in warnings), warnings  # no meaning here: named
+
+
+def test_upstream_data_prep_config_is_one_line_naming_what_to_write(sandbox):
+    (sandbox["cwd"] / "updp.yaml").write_text(
+        "blend_path: config/data_blend_raw.json\noutput_dir: output/nano3/stage0_pretrain\n"
+        "num_shards: 128\ntokenizer_model: nvidia/NVIDIA-Nemotron-Nano-9B-v2\nadd_bos: false\nadd_eos: true\n")
+    line = one_error_line(nemotron(sandbox, "nano3", "data", "prep", "pretrain", "-c", "updp.yaml", "--dry-run"))
+    assert "updp.yaml:1:" in line and "'blend_path'" in line and "reference's data-prep config" in line
+    assert "blend_path -> input.paths" in line and "tokenizer_model -> tokenizer.path" in line
+    assert "missing key 'input'" not in line
