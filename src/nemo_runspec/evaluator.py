@@ -180,6 +180,36 @@ def wandb_export(config: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def resolved_export_wandb(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with ``export.wandb.project``/``entity`` resolved when they are
+    interpolations (the reference's eval config says ``project: ${run.wandb.project}``).
+
+    Copying the unresolved text into ``run.wandb`` would make ``run.wandb.project``
+    refer to itself; a reference that resolves to null means W&B export is off.
+    Only these two values are resolved (``${art:...}`` elsewhere stays for the job).
+    """
+    export = config.get("export")
+    wandb = export.get("wandb") if isinstance(export, Mapping) else None
+    if not isinstance(wandb, Mapping) or not any(
+            isinstance(wandb.get(n), str) and "${" in wandb[n] for n in ("project", "entity")):
+        return dict(config)
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    conf = OmegaConf.create(dict(config))
+    out = dict(wandb)
+    for name in ("project", "entity"):
+        if isinstance(out.get(name), str) and "${" in out[name]:
+            try:
+                value = OmegaConf.select(conf, f"export.wandb.{name}", throw_on_resolution_failure=True)
+            except OmegaConfBaseException as exc:
+                raise ConfigError(f"cannot resolve export.wandb.{name} = {out[name]!r}: {exc}".splitlines()[0],
+                                  key=f"export.wandb.{name}",
+                                  hint="set it in the config, or [wandb] in env.toml for ${run.wandb.*}") from None
+            out[name] = None if value is None else str(value)
+    return {**dict(config), "export": {**dict(export), "wandb": out}}
+
+
 def _finalize_wandb(config: dict[str, Any]) -> None:
     """W&B export on: ``wandb`` among ``execution.auto_export.destinations`` and the key
     named (never given) in ``export.env_vars``. Off: neither, and no ``export.wandb``."""
@@ -431,7 +461,7 @@ def prepare_eval_job(job: CompiledJob) -> EvalJob:
         if tasks:
             data["tasks"] = [*[t for t in wanted_tasks(data) if t not in tasks], *tasks]
         data = inject_wandb(data, job.sections.get("wandb"))
-        wandb = wandb_export(data)
+        wandb = wandb_export(resolved_export_wandb(data)) if run_wandb else None
         if run_wandb and wandb is not None:
             data["run"] = {**dict(data.get("run") or {}),
                            "wandb": {"enabled": True, "project": wandb["project"], "entity": wandb["entity"]}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import typer
 from omegaconf import OmegaConf
 
 ENV_TOML = """\
@@ -213,3 +214,62 @@ def test_ray_cpu_template_name_resolves_to_our_ray_template():
     assert not (path.parent / "ray_cpu.sub.j2").exists()  # one template, not a copy
     with pytest.raises(FileNotFoundError, match="ray_cpu.sub.j2"):
         template_path("nope.sub.j2")
+
+
+def test_late_globals_in_a_typer_app_of_your_own():
+    """The reference's RecipeTyper + parse_recipe_config: ``pretrain x=1 --run dev -d`` in a
+    user's own app (no nemotron main to pre-parse the globals) gives the profile and dry run."""
+    from typer.testing import CliRunner
+
+    from nemo_runspec.recipe_config import parse_recipe_config
+    from nemo_runspec.recipe_typer import RECIPE_CONTEXT_SETTINGS, RecipeTyper
+
+    app = RecipeTyper(name="mine")
+    seen = {}
+
+    @app.callback()
+    def main() -> None:
+        """My recipes."""
+
+    @app.command(context_settings=dict(RECIPE_CONTEXT_SETTINGS))
+    def pretrain(ctx: typer.Context) -> None:
+        cfg = parse_recipe_config(ctx)
+        seen.update(mode=cfg.mode, attached=cfg.attached, profile=cfg.profile, dry_run=cfg.dry_run,
+                    overrides=cfg.overrides, passthrough=cfg.passthrough, config=cfg.config,
+                    bare=cfg.bare_words)
+
+    result = CliRunner().invoke(app, ["pretrain", "x=1", "--run", "dev", "-d", "-c", "tiny", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"mode": "run", "attached": True, "profile": "dev", "dry_run": True,
+                    "overrides": ["x=1"], "passthrough": ["--seed", "3"], "config": "tiny", "bare": ["3"]}
+
+
+def test_a_global_option_where_none_is_read_never_suggests_itself():
+    from nemo_runspec.cli_context import split_unknown_args
+    from nemo_runspec.errors import CLIUsageError
+
+    with pytest.raises(CLIUsageError) as err:
+        split_unknown_args(["x=1", "--run", "dev"])
+    text = f"{err.value} {err.value.hint}"
+    assert "did you mean '--run'" not in text and "split_unknown_args(args, ctx)" in text
+    with pytest.raises(CLIUsageError, match="did you mean '--dry-run'"):
+        split_unknown_args(["--dryrun"])
+
+
+def test_a_profile_is_a_real_mapping(env_toml):
+    import copy
+    from collections.abc import Mapping
+
+    from nemo_runspec.env import load_env_profile
+
+    env = load_env_profile("prod", env_toml)
+    assert isinstance(env, Mapping) and len(env) == len(env.values) == 6  # extends is a key too
+    assert dict(env) == env.values and set(env) == set(env.values)
+    assert env.nodes == 8 and env.partition == "prod-gpu" and env.qos is None  # a profile key, unset
+    with pytest.raises(AttributeError):
+        env.no_such_key  # noqa: B018
+    assert OmegaConf.create(dict(env)).nodes == 8
+    with pytest.raises(Exception) as err:  # noqa: B017, PT011 - never a config of our attributes
+        OmegaConf.create(env)
+    assert "unsupported type" in str(err.value).lower()
+    assert copy.deepcopy(env) == env and bool(load_env_profile("dev", env_toml))

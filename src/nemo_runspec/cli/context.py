@@ -304,6 +304,12 @@ def _refuse_near_global(word: str) -> None:
         from nemo_runspec._suggest import closest
 
         best = closest(normalised, candidates, cutoff=0.75)
+    if best is not None and best == name:  # the option itself, where no global option is read
+        raise CLIUsageError(
+            f"global option {name} is not read here (it would be handed to the script)",
+            hint="give it before the subcommand, or pass the GlobalContext: split_unknown_args(args, ctx); "
+                 f"to pass {name} to the script, put it after --",
+        )
     if best is not None:
         raise CLIUsageError(
             f"unknown option {name!r}",

@@ -194,7 +194,7 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
             # above then also gets --dependency=afterok:<its id>
             scripts[f"squash script (runs first unless {slurm_job.squash.path} exists)"] = \
                 slurm_job.squash.script
-    display_dry_run(job.job_config, job.train_config, env_profile=job.profile, console=console,
+    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, console=console,
                     scripts=scripts, commands=commands,
                     artifacts=describe_references(job.job_config, registry=job.registry))
     return 0

@@ -6,7 +6,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nemo_runspec.cli.context import GlobalContext, Mode, split_unknown_args
+from nemo_runspec.cli.context import (
+    GlobalContext,
+    Mode,
+    merge_late_globals,
+    split_global_args,
+    split_unknown_args,
+)
 
 if TYPE_CHECKING:
     import typer
@@ -80,13 +86,20 @@ def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConf
     ``extra_args`` (what Typer left in ``ctx.args``) are split into overrides and
     script arguments; words that came after ``--`` (already in
     ``gctx.passthrough``) always pass through, after the others.
+
+    Late globals (the reference's ``pretrain x=1 --run dev -d``, as a Typer app of
+    your own leaves them in ``ctx.args``) are taken out and set on the returned
+    context, as :func:`~nemo_runspec.cli.context.split_unknown_args` does with a
+    context; ``gctx`` itself is not changed.
     """
-    overrides, passthrough = split_unknown_args(list(extra_args))
+    full = dataclasses.replace(gctx, argv=list(gctx.argv), recipe_dirs=list(gctx.recipe_dirs))
+    late, rest = split_global_args(list(extra_args))
+    merge_late_globals(full, late)
+    overrides, passthrough = split_unknown_args(rest)
     full = dataclasses.replace(
-        gctx,
+        full,
         overrides=[*gctx.overrides, *overrides],
-        passthrough=[*passthrough, *gctx.passthrough],
-        argv=list(gctx.argv),
+        passthrough=[*passthrough, *late.passthrough, *gctx.passthrough],
     )
     return RecipeConfig(
         ctx=full,

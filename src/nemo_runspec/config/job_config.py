@@ -236,6 +236,35 @@ def _run_wandb(data: dict[str, Any], run: dict[str, Any], section: Mapping[str, 
     run["wandb"] = filled
 
 
+def _synonym_refs() -> re.Pattern[str]:
+    from nemo_runspec.env.reference import SYNONYMS
+
+    return re.compile(r"\brun\.env\.(" + "|".join(map(re.escape, SYNONYMS)) + r")\b(?![\w-])")
+
+
+def rewrite_env_synonyms(obj: Any, notes: list[Any], path: str = "") -> Any:
+    """``${run.env.container}`` (the reference's name, which its eval config uses for
+    ``deployment.image``) rewritten to ``${run.env.container_image}``, the one name
+    ``run.env`` holds here; the same for every synonym of
+    :data:`nemo_runspec.env.reference.SYNONYMS`. Only text inside ``${...}`` is changed;
+    each rewritten value leaves a note."""
+    if isinstance(obj, dict):
+        return {k: rewrite_env_synonyms(v, notes, f"{path}.{k}" if path else str(k)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [rewrite_env_synonyms(v, notes, f"{path}[{i}]") for i, v in enumerate(obj)]
+    if not isinstance(obj, str) or "${" not in obj:
+        return obj
+    from nemo_runspec.env.reference import SYNONYMS, Note
+
+    refs = _synonym_refs()
+    new = re.sub(r"\$\{[^}]*\}", lambda inner: refs.sub(lambda m: f"run.env.{SYNONYMS[m.group(1)]}",
+                                                         inner.group(0)), obj)
+    if new != obj:
+        notes.append(Note(f"{path}: {obj} is read as {new} (run.env holds the reference's "
+                          "synonyms under our names)"))
+    return new
+
+
 def _yaml_where(train_config: DictConfig) -> Callable[[tuple[str, ...]], tuple[str | None, int | None]]:
     from nemo_runspec.config.loader import config_info
 
@@ -297,6 +326,8 @@ def build_job_config(
 
     data = OmegaConf.to_container(train_config, resolve=False)
     assert isinstance(data, dict)
+    notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
+    data = rewrite_env_synonyms(data, notes)
     run = data.get("run")
     if run is None:
         run = {}
@@ -307,7 +338,6 @@ def build_job_config(
         raise ConfigError(f"'run.env' must be a mapping, not a {type(yaml_env).__name__}", key="run.env")
     overrides = list(getattr(ctx, "overrides", None) or [])
     cli_ops = _cli_env_ops(overrides, run)  # first: a bad value there is the override's, not the YAML's
-    notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
     yaml_env, yaml_renamed = normalize_layer(yaml_env, table="run.env", where=_yaml_where(train_config),
                                              notes=notes)
 

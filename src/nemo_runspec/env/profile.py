@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,8 @@ class Source:
 _MISSING: Any = object()
 
 
-@dataclass
-class EnvProfile:
-    """A resolved execution profile.
+class EnvProfile(Mapping[str, Any]):
+    """A resolved execution profile, and a read-only mapping of its set keys.
 
     ``values`` holds only keys set in env.toml (after ``extends`` merging and
     ``${oc.env:...}`` resolution), never defaults; :meth:`get` falls back to
@@ -71,18 +70,40 @@ class EnvProfile:
     ``chain`` lists the profile and its ancestors, child first. ``notes`` say
     what was read in the reference system's form (``container`` as
     ``container_image``, ...; see :mod:`nemo_runspec.env.reference`).
+
+    As a mapping it reads like the reference's profile: ``env["nodes"]`` (a
+    documented default when unset, ``KeyError`` for unknown keys),
+    ``env.get("nodes", 1)``, ``"account" in env``, ``len(env)``, ``dict(env)``,
+    ``env.keys()``, ``env.items()``, and ``env.nodes`` for a profile key that is
+    not an attribute of its own. ``env.values`` stays the dict of set keys (not
+    a method). A profile is always true, even with no keys set. For an
+    OmegaConf config of it use ``OmegaConf.create(dict(env))`` (OmegaConf takes
+    plain dicts only).
     """
 
-    name: str
-    path: Path | None
-    chain: list[str]
-    values: dict[str, Any]
-    sources: dict[str, Source]
-    notes: list[Note] = field(default_factory=list)
+    def __init__(self, name: str, path: Path | None, chain: list[str], values: dict[str, Any],
+                 sources: dict[str, Source], notes: list[Note] | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.chain = chain
+        self.values = values  # type: ignore[assignment]  # the set keys (shadows Mapping.values)
+        self.sources = sources
+        self.notes = list(notes or [])
+
+    def __repr__(self) -> str:
+        return f"EnvProfile(name={self.name!r}, path={self.path!r}, chain={self.chain!r}, values={self.values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EnvProfile):
+            return (self.name, self.path, self.chain, self.values, self.sources, self.notes) == \
+                (other.name, other.path, other.chain, other.values, other.sources, other.notes)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
     @property
     def executor(self) -> str:
-        """``local`` or ``slurm``."""
+        """``local``, ``slurm``, or one of nemo-run's other executors."""
         return self.get("executor")
 
     @property
@@ -101,9 +122,6 @@ class EnvProfile:
     def __contains__(self, key: object) -> bool:
         return key in self.values
 
-    # Mapping-style reads, as the reference's profile dict: ``env["nodes"]``,
-    # ``dict(env)``, ``env.keys()``. (``values`` stays the attribute holding
-    # the set keys; no ``__len__``, so a profile is always truthy.)
     def __getitem__(self, key: str) -> Any:
         if key in self.values:
             return self.values[key]
@@ -115,11 +133,27 @@ class EnvProfile:
     def __iter__(self) -> Iterator[str]:
         return iter(self.values)
 
-    def keys(self) -> list[str]:
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __getattr__(self, key: str) -> Any:
+        # only reached for names that are not attributes: profile keys (``env.nodes``)
+        if key.startswith("_") or "values" not in self.__dict__:
+            raise AttributeError(key)
+        from nemo_runspec.env.model import EnvProfileModel
+
+        if key in self.values or key in EnvProfileModel.model_fields:
+            return self.get(key)
+        raise AttributeError(f"{key!r} is not a profile key")
+
+    def keys(self) -> list[str]:  # type: ignore[override]
         """The keys set in env.toml (after ``extends``)."""
         return list(self.values)
 
-    def items(self) -> list[tuple[str, Any]]:
+    def items(self) -> list[tuple[str, Any]]:  # type: ignore[override]
         """``(key, value)`` of the keys set in env.toml."""
         return list(self.values.items())
 

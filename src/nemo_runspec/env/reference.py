@@ -196,3 +196,43 @@ def rename_in_error(exc: EnvFileError, renamed: Mapping[str, str]) -> EnvFileErr
     key = alias + (exc.key or "")[len(top):]
     return EnvFileError(exc.problem.replace(f"'{exc.key}'", f"'{key}'"), path=exc.path, line=exc.line,
                         key=key, hint=exc.hint)
+
+
+def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: bool = True,
+                      notes: list[Note] | None = None) -> dict[str, Any]:
+    """A profile given as a plain mapping (a ``dict``, a ``DictConfig``), read as an env.toml profile.
+
+    The Python calls (``create_executor(env={...})``, ``build_env_vars(cfg, {...})``)
+    get the same forms as env.toml: ``container`` is ``container_image``, an
+    ``env_vars`` list is a table, ``${auto_mount:...}`` mounts are ``git_mounts``,
+    a bare ``packager = "hybrid"`` is the default packager. With ``validate``
+    the result is then checked like a whole profile (types, unknown keys with
+    "did you mean", the keys each executor reads), an
+    :class:`~nemo_runspec.errors.EnvFileError` naming ``table`` and the key.
+    ``None`` values count as unset.
+    """
+    if type(env).__name__ == "DictConfig":
+        from omegaconf import OmegaConf
+
+        env = OmegaConf.to_container(env, resolve=True)  # type: ignore[assignment]
+    if not isinstance(env, Mapping):
+        raise EnvFileError(f"{table} must be a mapping of profile keys, not a {type(env).__name__}")
+    notes = [] if notes is None else notes
+
+    def nowhere(_keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
+        return None, None
+
+    from nemo_runspec.env.resources import fold_profile_alias
+
+    layer = {str(k): v for k, v in env.items() if v is not None}
+    layer, renamed = normalize_layer(layer, table=table, where=nowhere, notes=notes)
+    layer = fold_profile_alias(layer, profile=table.strip("[]"))
+    layer = normalize_merged(layer, table=table, where=nowhere, notes=notes)
+    if validate:
+        from nemo_runspec.env.validation import validate_mapping
+
+        try:
+            validate_mapping(layer, table)
+        except EnvFileError as exc:
+            raise rename_in_error(exc, renamed) from None
+    return layer

@@ -310,3 +310,10 @@ def validate_run_env(env: Mapping[str, Any], sources: Mapping[str, str]) -> None
         return None, None
 
     validate(dict(env), EnvProfileModel, "run.env", locate, complete=True)
+
+
+def validate_mapping(values: Mapping[str, Any], table: str) -> None:
+    """Validate a whole profile given in Python (not read from a file): errors name ``table``."""
+    from nemo_runspec.env.model import EnvProfileModel
+
+    validate(dict(values), EnvProfileModel, table, lambda _keypath: (None, None), complete=True)

@@ -13,6 +13,8 @@ module                     holds
 ``execution.backends``     profile keys -> Docker/SkyPilot/DGX Cloud/Lepton executors
 ``execution.backend_job``  a job prepared for one of those, its dry run
 ``execution.backend_run``  :func:`run_job`: start it (``docker_job``: Docker)
+``git_mounts``             :func:`clone_git_repos_via_tunnel` (re-exported here,
+                           where the reference's table puts it)
 =========================  ================================================
 
 These are utilities, not a framework: a recipe command calls them in the open
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
         profile_values,
         resolve_resources,
     )
+    from nemo_runspec.git_mounts import clone_git_repos_via_tunnel
 
 __all__ = [
     "DEFAULT_JOB_NAME_PREFIX",
@@ -69,6 +72,7 @@ __all__ = [
     "bare_metal_env",
     "bare_metal_python",
     "build_env_vars",
+    "clone_git_repos_via_tunnel",
     "code_env",
     "container_image",
     "create_executor",
@@ -97,5 +101,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
                  "wandb_settings"],
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],
     "local": ["execute_local", "local_command", "local_nproc", "local_preview", "run_local", "visible_gpus"],
+    "nemo_runspec.git_mounts": ["clone_git_repos_via_tunnel"],
     "settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],
 })

@@ -73,6 +73,8 @@ class BackendJob:
     exp_id: str
     image: str | None
     profile_secrets: list[str] = field(default_factory=list)
+    #: dry run only: why submission would refuse the job (its secrets cannot be delivered)
+    refused: str | None = None
 
     @property
     def exp_dir(self) -> Path:
@@ -103,7 +105,14 @@ def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) 
     if found:
         raise ExecutionError("a script argument carries a secret, which would be written into the job's "
                              "command line", hint="give it to the job as an env var in the profile's env_vars")
-    secrets = _deliverable_secrets(kind, secrets, values)
+    refused: str | None = None
+    try:
+        secrets = _deliverable_secrets(kind, secrets, values)
+    except ExecutionError as exc:
+        if not job.dry_run:
+            raise
+        # a dry run shows the job anyway (the secrets' names only) and says what submission refuses
+        refused = str(exc)
     nodes, gpus = resolve_resources(values, job.runspec)
     launch = job.launch
     if kind == "docker" and nodes > 1:
@@ -126,10 +135,11 @@ def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) 
     files = dict(job.files())
     script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
     files.update(job_script(job, kind=kind, script=script, nodes=nodes, nproc=nproc,
-                            has_secrets=bool(secrets)))
+                            has_secrets=bool(secrets) and refused is None))
     return BackendJob(kind=kind, name=name, mode=job.mode, fields=fields, executor=executor, files=files,
                       secrets=secrets, base_dir=default_base_dir(values), exp_id=f"{name}_{time.time_ns()}",
-                      image=image, profile_secrets=[str(v) for v in find_secret_values(values)])
+                      image=image, profile_secrets=[str(v) for v in find_secret_values(values)],
+                      refused=refused)
 
 
 def _deliverable_secrets(kind: str, secrets: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
@@ -203,11 +213,19 @@ def show(job: CompiledJob, prepared: BackendJob) -> int:
     for name, text in prepared.files.items():
         if name.endswith(".sh"):
             scripts[f"{SEEN}/{name}"] = redact_text(text, prepared.profile_secrets)
-    if prepared.secrets:
+    if prepared.secrets and prepared.refused is None:
         scripts[f"{SEEN}/.nemotron-secrets.env (mode 0600, deleted when the job starts)"] = \
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
-    display_dry_run(job.job_config, job.train_config, env_profile=job.profile, scripts=scripts,
+    elif prepared.secrets:
+        scripts["secrets the job needs (not delivered: see the warning)"] = \
+            "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
+    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, scripts=scripts,
                     artifacts=describe_references(job.job_config, registry=job.registry))
+    if prepared.refused is not None:
+        import sys
+
+        print(f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",
+              file=sys.stderr)
     return 0
 
 

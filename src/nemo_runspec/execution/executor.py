@@ -76,7 +76,8 @@ def create_executor(
     dependencies: Sequence[str] | None = None,
     tunnel: Any = None,
 ) -> Any:
-    """Build a nemo-run ``SlurmExecutor`` (or ``LocalExecutor``) for one job.
+    """Build the nemo-run executor of one job: ``SlurmExecutor``, ``LocalExecutor``, or
+    Docker/SkyPilot/DGX Cloud/Lepton's for a profile with that ``executor``.
 
     ``create_executor(env=env, env_vars=env_vars, packager=packager)`` is the
     reference system's call: ``mode`` defaults to ``run`` (``run_partition``),
@@ -87,19 +88,29 @@ def create_executor(
     used to derive a local tunnel's job dir; pass ``tunnel`` to reuse one.
     ``dependencies`` are Slurm job ids this job must wait for
     (``dependency_type``, default ``afterok``).
+
+    ``env`` is a profile (:func:`~nemo_runspec.env.load_env_profile`) or a plain
+    mapping, which is read and checked exactly like an env.toml profile
+    (``container`` is ``container_image``, ``env_vars`` may be a list, an
+    unknown key is an error with "did you mean"). Docker, SkyPilot, DGX Cloud
+    and Lepton profiles get the executor the CLI builds for them
+    (:mod:`nemo_runspec.execution.backends`); ``secret_file`` is for Slurm only.
     """
     from nemo_runspec.execution._nemo_run import lean
 
     lean()  # the executor's modules, not all of nemo-run (execution/_nemo_run.py)
     from nemo_run.core.execution.launcher import Torchrun
 
-    values = profile_values(env)
+    values = profile_values(env, validate=True)
     env_vars = dict(env_vars or {})
     for name in env_vars:
         if is_secret_name(name):
             raise ExecutionError(
-                f"secret {name} passed as a plain env var",
-                hint="pass secrets through split_env_vars()/secret_file, never env_vars",
+                f"secret {name} passed in env_vars, which the job script would show",
+                hint="split them off: plain, secrets = build_env_vars(job_config, env, split=True); "
+                     "pass env_vars=plain and the secrets as a 0600 file: "
+                     "write_secret_file(path, secrets) (nemo_runspec.execution.secret_file) and "
+                     "create_executor(..., secret_file=<that path as the job sees it>)",
             )
     launch = launch_of(runspec)
     if launch not in ("torchrun", "direct", "ray"):
@@ -121,8 +132,9 @@ def create_executor(
             env_vars=dict(env_vars),
         )
     if executor_kind != "slurm":
-        raise ExecutionError(f"unknown executor {executor_kind!r}", key="executor",
-                             hint="use \"local\" or \"slurm\"")
+        return _other_executor(executor_kind, values, runspec=runspec, launch=launch, nodes=nodes,
+                               gpus=gpus, nproc=int(nproc), env_vars=env_vars, packager=packager,
+                               secret_file=secret_file)
 
     if tunnel is None:
         from nemo_runspec.execution.tunnels import build_tunnel, default_base_dir
@@ -178,6 +190,28 @@ def create_executor(
     if dependencies:
         executor.dependencies = [_as_handle(d) for d in dependencies]
     return executor
+
+
+def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Any, launch: str, nodes: int,
+                    gpus: int, nproc: int, env_vars: Mapping[str, str], packager: Any,
+                    secret_file: str | None) -> Any:
+    """A Docker, SkyPilot, DGX Cloud or Lepton executor: the fields the CLI builds
+    (:func:`nemo_runspec.execution.backends.executor_fields`), from the validated profile."""
+    from nemo_runspec.execution.backends import build_executor, executor_fields
+
+    if secret_file:
+        raise ExecutionError(
+            f"secret_file= is sourced by the Slurm batch script; executor = {kind!r} has none",
+            key="executor",
+            hint="run the job through the nemotron CLI (it delivers secrets for every executor), "
+                 "or give the job its secrets yourself (Lepton: secret_vars in the profile)")
+    if kind == "docker" and nodes > 1:
+        raise ExecutionError(f"executor = 'docker' runs one container on this machine; nodes = {nodes}",
+                             key="nodes", hint="set nodes = 1")
+    fields = executor_fields(kind, values, nodes=nodes, gpus=gpus,
+                             nproc=nproc if launch == "torchrun" else 1,
+                             image=container_image(values, runspec), env_vars=dict(env_vars))
+    return build_executor(kind, fields, packager=packager)
 
 
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:,@%+=-]*")

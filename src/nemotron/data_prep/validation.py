@@ -105,7 +105,7 @@ def settings_for(
                 return model.model_validate(decoded)
             except ValidationError as exc:
                 error, data = exc, decoded
-    problem = _to_config_error(error, data, model, files, overrides, False)
+    problem = reference_keys_error(data, files) or _to_config_error(error, data, model, files, overrides, False)
     assert problem is not None
     raise problem
 
@@ -211,10 +211,46 @@ def _validate(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = _to_config_error(exc, data, model, files, overrides, allow_interpolations)
+        error = reference_keys_error(data, files) or \
+            _to_config_error(exc, data, model, files, overrides, allow_interpolations)
     if error is not None:
         raise error
     return None
+
+
+#: top-level keys of the reference's data-prep configs -> what to write here
+REFERENCE_KEYS: dict[str, str] = {
+    "blend_path": "input.paths (the raw files, globs, or hf:org/name datasets the blend names)",
+    "input_path": "input.paths",
+    "hf_dataset": 'input.paths: ["hf:org/name"]',
+    "hf_split": 'input.paths: ["hf:org/name@split"]',
+    "hf_subset": 'input.paths: ["hf:org/name:subset"]',
+    "tokenizer_model": "tokenizer.path",
+    "add_eos": "tokenizer.add_eod",
+    "add_bos": "nothing (no BOS token is added here): remove it",
+    "text_field": "input.text_field",
+    "chat_template": "tokenizer.chat_template (the jinja text)",
+    "train_ratio": "split (e.g. split: 98,1,1)",
+    "valid_ratio": "split",
+    "test_ratio": "split",
+    "max_samples": "sample",
+}
+
+
+def reference_keys_error(data: Any, files: Sequence[str | os.PathLike[str]] = ()) -> ConfigError | None:
+    """One line for a config written in the reference's data-prep layout (``blend_path``,
+    ``tokenizer_model``, ...): the keys it used and what to write instead, at the first one's line."""
+    if not isinstance(data, dict):
+        return None
+    found = [k for k in data if k in REFERENCE_KEYS]
+    if not found:
+        return None
+    file, line = _locate((found[0],), files, missing=False)
+    return ConfigError(
+        f"{', '.join(repr(k) for k in found)} {'is a key' if len(found) == 1 else 'are keys'} of the "
+        "reference's data-prep config, not this one",
+        path=file, line=line, key=found[0],
+        hint="; ".join(f"{k} -> {REFERENCE_KEYS[k]}" for k in found) + " (docs/migrating-from-reference.md)")
 
 
 def _to_config_error(

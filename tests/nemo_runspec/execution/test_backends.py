@@ -183,3 +183,66 @@ def test_a_skypilot_dry_run_shows_the_fields_without_skypilot(tmp_path) -> None:
     assert not (tmp_path / "home" / "jobs").exists()
     submit = run()
     assert submit.returncode == 1 and "needs SkyPilot, which is not installed" in submit.stderr
+
+
+def _dry_run(tmp_path, toml: str, profile: str, extra_env: dict | None = None):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    nemotron = Path(sys.executable).with_name("nemotron")
+    (tmp_path / "env.toml").write_text(toml)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(tmp_path / "env.toml"), COLUMNS="200",
+               **(extra_env or {}))
+    proc = subprocess.run([str(nemotron), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--batch", profile,
+                           "--dry-run"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+    assert not (tmp_path / "home" / "jobs").exists()  # offline: nothing written
+    return proc
+
+
+DGX_TOML = """
+[dgx]
+executor = "dgxcloud"
+container = "nvcr.io/nvidia/nemo:25.11"
+base_url = "https://dgx.invalid/api/v1"
+kube_apiserver_url = "https://k8s.invalid"
+app_id = "my-app"
+app_secret = "${oc.env:DGXC_APP_SECRET}"
+project_name = "proj"
+pvc_nemo_run_dir = "/ws/nemo-run"
+pvcs = [{ claimName = "ws", path = "/ws" }]
+"""
+
+LEPTON_TOML = """
+[lep]
+executor = "lepton"
+container_image = "nvcr.io/nvidia/nemo:25.11"
+nemo_run_dir = "/shared/nr"
+resource_shape = "gpu.8xh100-80gb"
+node_group = "ng"
+mounts = [{ path = "/shared", mount_path = "/shared", from = "node-nfs:x" }]
+env_vars = ["NCCL_DEBUG=INFO", "HF_TOKEN=hf_lepSECRET0123456789abcdef"]
+"""
+
+
+def test_a_dgxcloud_dry_run_is_offline_with_the_secret_hidden(tmp_path) -> None:
+    secret = "dgxSECRETvalue0123456789"
+    proc = _dry_run(tmp_path, DGX_TOML, "dgx", {"DGXC_APP_SECRET": secret})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "DGXCloudExecutor" in out and "client_id: my-app" in out and "project_name: proj" in out
+    assert "container_image: nvcr.io/nvidia/nemo:25.11" in out and "#!/bin/bash" in out
+    assert secret not in out + proc.stderr and "client_secret: '***REDACTED***'" in out.replace('"', "'")
+
+
+def test_a_lepton_dry_run_with_a_secret_shows_the_job_and_what_submission_refuses(tmp_path) -> None:
+    proc = _dry_run(tmp_path, LEPTON_TOML, "lep")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "LeptonExecutor" in out and "resource_shape: gpu.8xh100-80gb" in out and "NCCL_DEBUG: INFO" in out
+    assert "hf_lepSECRET0123456789abcdef" not in out + proc.stderr
+    assert "HF_TOKEN=***REDACTED***" in out
+    assert "warning: submitting this job would stop here" in proc.stderr and "secret_vars" in proc.stderr

@@ -261,12 +261,61 @@ def test_upstream_config_dry_runs_with_the_same_meaning_in_every_mode(sandbox):
         assert job["run"]["env"]["container_image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
         assert job["run"]["wandb"]["project"] == "ref-project" and job["run"]["wandb"]["entity"] == "ref-team"
         assert train["logger"]["wandb_project"] == "${run.wandb.project}"  # resolved by the script
+        # the section shows the train.yaml that is written: with the run.wandb it resolves against
+        assert train["run"]["wandb"]["project"] == "ref-project"
+        assert train["run"]["env"]["container_image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
         assert train["recipe"]["per_split_data_args_path"] == "${art:data,path}/blend.json"
         seen[mode[:1] or ("local",)] = {k: v for k, v in train.items() if k != "run"}
         if mode:
             assert "--container-image nvcr.io/nvidia/nemo:25.11.nemotron_3_nano" in proc.stdout
     first, *rest = seen.values()
     assert all(other == first for other in rest)
+
+
+def test_run_env_container_interpolation_resolves_in_train_yaml(sandbox):
+    """``${run.env.container}`` (the reference's name) is read as ``${run.env.container_image}``:
+    the train.yaml the script reads resolves it."""
+    from omegaconf import OmegaConf
+
+    (sandbox["cwd"] / "upstream.yaml").write_text(UPSTREAM_TINY.replace(
+        "  log_interval: 10\n", "  log_interval: 10\n  wandb_exp_name: img-${run.env.container}\n"))
+    proc = nemotron(sandbox, "nano3", "pretrain", "-c", "upstream.yaml", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    train = OmegaConf.create(section(proc.stdout, "Train config (train.yaml"))
+    assert train.logger._get_node("wandb_exp_name")._value() == "img-${run.env.container_image}"
+    assert OmegaConf.select(train, "logger.wandb_exp_name") == "img-nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
+
+
+UPSTREAM_EVAL = """
+# Written the way the reference's nano3 eval config is.
+defaults:
+  - default
+run:
+  env:
+    container: nvcr.io/nvidia/nemo:25.11.nemotron_3_nano
+deployment:
+  image: ${run.env.container}
+export:
+  wandb:
+    project: ${run.wandb.project}
+    entity: ${run.wandb.entity}
+"""
+
+
+def test_upstream_eval_config_dry_runs_with_its_image_and_wandb(sandbox):
+    (sandbox["cwd"] / "upeval.yaml").write_text(UPSTREAM_EVAL)
+    (sandbox["cwd"] / "env.toml").write_text(ENV_WITH_WANDB.replace('partition = "gpu"', 'partition = "gpu"\n'
+                                                                    'host = "login"\nuser = "me"\n'
+                                                                    'remote_job_dir = "/j"'))
+    proc = nemotron(sandbox, "nano3", "eval", "-c", "upeval.yaml", "--dry-run", "--batch", "cluster")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    job = section(proc.stdout, "Job config (job.yaml)", "Train config (train.yaml")
+    assert job["run"]["wandb"]["project"] == "ref-project" and job["run"]["wandb"]["entity"] == "ref-team"
+    assert job["deployment"]["image"] == "${run.env.container_image}"
+    evaluation = section(proc.stdout, "Evaluation config (eval.yaml", "note:")
+    assert evaluation["deployment"]["image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
+    assert evaluation["export"]["wandb"] == {"project": "ref-project", "entity": "ref-team"}
 
 
 def _tiny_pretrain_data(registry: Path, work: Path) -> None:
@@ -374,3 +423,13 @@ def test_upstream_sft_config_runs_on_the_cpu_fallback(sandbox, layout):
     assert not any("'dataset." in w for w in warnings), warnings  # read, not ignored
     if layout == "explicit":
         assert any("'recipe.packed_sequence'" in w for w in warnings), warnings  # no meaning here: named
+
+
+def test_upstream_data_prep_config_is_one_line_naming_what_to_write(sandbox):
+    (sandbox["cwd"] / "updp.yaml").write_text(
+        "blend_path: config/data_blend_raw.json\noutput_dir: output/nano3/stage0_pretrain\n"
+        "num_shards: 128\ntokenizer_model: nvidia/NVIDIA-Nemotron-Nano-9B-v2\nadd_bos: false\nadd_eos: true\n")
+    line = one_error_line(nemotron(sandbox, "nano3", "data", "prep", "pretrain", "-c", "updp.yaml", "--dry-run"))
+    assert "updp.yaml:1:" in line and "'blend_path'" in line and "reference's data-prep config" in line
+    assert "blend_path -> input.paths" in line and "tokenizer_model -> tokenizer.path" in line
+    assert "missing key 'input'" not in line
