@@ -7,7 +7,8 @@ consumes (``${art:<key>,...}`` with ``run.<key>``) and publishes
 when the newest version of its output artifact was published by a run of the
 same stage with the same config and the same inputs (its *pipe key*, which the
 job writes into the artifact's metadata through ``NEMOTRON_PIPE_FINGERPRINT``; an input
-made by a stage of the pipeline counts as that stage's key). A stage whose
+made by a pipe stage counts as that stage's key, whether that stage is selected in
+this run or not, so ``--stages sft:eval`` after a full run skips like the full run). A stage whose
 input comes from a stage that runs is never skipped. ``${art:...}`` is resolved when each stage starts, never at
 submission, so a stage reads exactly what the stage before it published.
 
@@ -65,8 +66,8 @@ class StagePlan:
         consumes: ``{key: artifact ref}`` it reads when it starts.
         publishes: the artifact name it publishes, if any.
         depends_on: the stages of this pipeline that publish what it consumes.
-        key: its pipe key: its config and its inputs (an input made by a stage of
-            this pipeline counts as that stage's key, any other as its exact version).
+        key: its pipe key: its config and its inputs (an input made by a pipe stage
+            counts as that stage's key, selected or not; any other as its exact version).
         skip: the output for this key exists already; the stage is not run.
         reason: why it runs or is skipped, for the plan display.
     """
@@ -146,6 +147,13 @@ def pipe_key(step: Step, job: CompiledJob, inputs: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
+def made_by(producer_key: str) -> str:
+    """The identity of an input a pipe stage made: its producer's pipe key. The same
+    whether the producer is part of this run (its planned key) or not (the key recorded
+    on the artifact it published), so a subset of stages resumes like the full pipe."""
+    return f"made-by:{producer_key}"
+
+
 def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequence[str] = (), *,
                      resume: bool = True) -> list[StagePlan]:
     """Compile every step, build the graph and decide what to skip (see the module docstring).
@@ -186,13 +194,14 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
 def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
                 depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
     # An input made by a stage of this pipeline is identified by that stage's key (what
-    # it will publish is fixed by its own config and inputs); any other input by the
-    # exact version the registry resolves it to now.
+    # it will publish is fixed by its own config and inputs), whether or not that stage
+    # is selected: a selected producer gives its key, an artifact a pipe stage published
+    # carries it in its metadata. Any other input is its exact version.
     inputs: dict[str, str] = {}
     for k, ref in consumes.items():
         producer = next((p for p in earlier if p.publishes == artifact_name(ref)), None)
         if producer is not None:
-            inputs[k] = f"stage:{producer.name}:{producer.key}"
+            inputs[k] = made_by(producer.key)
             continue
         art = _resolve(job, ref)
         if art is None:
@@ -202,7 +211,8 @@ def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publi
                                   key=f"run.{k}", hint="add the stage that produces it, or publish/import it first")
             inputs[k] = f"{ref} (missing)"
         else:
-            inputs[k] = art.ref
+            made = art.metadata.get("pipe_key") if isinstance(getattr(art, "metadata", None), Mapping) else None
+            inputs[k] = made_by(str(made)) if made else art.ref
     key = pipe_key(step, job, inputs)
     if not publishes:
         return StagePlan(step, job, consumes, publishes, depends, key, False, "publishes nothing: always runs")
