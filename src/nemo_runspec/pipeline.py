@@ -25,6 +25,11 @@ Launchers:
 - :func:`prepare_stages` alone gives each stage's exact sbatch script (what
   ``--dry-run`` shows), with the producers' job ids as ``<stage>`` placeholders.
 
+A step's ``prepare`` hook (:class:`~nemo_runspec.step.Preparation`) makes its job
+what its own command would run (the evaluation stage: ``--task`` selection,
+env.toml ``[wandb]``, image imports); the Slurm launchers submit its
+``before_submit`` jobs first and make the stage wait for them (``afterok``).
+
 Every Slurm pipeline is recorded in ``$NEMOTRON_HOME/pipes/<id>.json`` so it can
 be followed, inspected and cancelled later (``nemotron jobs ... PIPE_ID``).
 """
@@ -43,7 +48,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import CLIUsageError, ConfigError
-from nemo_runspec.step import Step, artifact_name, consumed_artifacts, published_artifact
+from nemo_runspec.step import (
+    Preparation,
+    Step,
+    artifact_name,
+    consumed_artifacts,
+    published_artifact,
+)
 
 if TYPE_CHECKING:
     from nemo_runspec.cli.context import GlobalContext
@@ -70,6 +81,8 @@ class StagePlan:
             counts as that stage's key, selected or not; any other as its exact version).
         skip: the output for this key exists already; the stage is not run.
         reason: why it runs or is skipped, for the plan display.
+        preparation: what the step's ``prepare`` hook made of it (``job`` is its job);
+            ``None`` for a step without one.
     """
 
     step: Step
@@ -80,6 +93,7 @@ class StagePlan:
     key: str
     skip: bool
     reason: str
+    preparation: Preparation | None = None
 
     @property
     def name(self) -> str:
@@ -173,19 +187,25 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
         recipe = recipe_config_from(_stage_context(gctx, step, routed[step.name]), [])
         try:
             job = compile_job(step.runspec, recipe, check_artifacts=False)
+            prep = step.prepare(job) if step.prepare is not None else None
             if step.check is not None:
-                step.check(job, routed[step.name])
+                step.check(prep.job if prep else job, routed[step.name])
         except NemoRunspecError as exc:
             exc.args = (f"stage {step.name}: {exc.args[0] if exc.args else exc}", *exc.args[1:])
             raise
-        compiled.append((step, job, consumed_artifacts(job.job_config), published_artifact(job.job_config)))
-    _check_order([(step.name, consumes, publishes) for step, _, consumes, publishes in compiled])
+        run_job = prep.job if prep else job
+        compiled.append((step, job, prep, consumed_artifacts(run_job.job_config),
+                         published_artifact(run_job.job_config)))
+    _check_order([(step.name, consumes, publishes) for step, _, _, consumes, publishes in compiled])
     producers: dict[str, str] = {}
     plans: list[StagePlan] = []
-    for step, job, consumes, publishes in compiled:
+    for step, job, prep, consumes, publishes in compiled:
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
-        plans.append(_plan_stage(step, job, consumes, publishes, depends, plans, resume=resume))
+        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume)
+        if prep is not None:  # keyed by the config as written; run, shown and submitted as prepared
+            plan = dataclasses.replace(plan, job=prep.job, preparation=prep)
+        plans.append(plan)
         if publishes:
             producers[publishes] = step.name
     return plans
@@ -193,6 +213,8 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
 
 def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
                 depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
+    # ``job`` is the compiled job before a step's prepare hook: the key covers the
+    # config as written, not what a profile fills in (W&B names, squashed image paths).
     # An input made by a stage of this pipeline is identified by that stage's key (what
     # it will publish is fixed by its own config and inputs), whether or not that stage
     # is selected: a selected producer gives its key, an artifact a pipe stage published
@@ -320,9 +342,10 @@ class PipeSubmission:
 
 def prepare_stage(plan: StagePlan, pipe_id: str, *, skipped: set[str],
                   build_packager: Callable[[CompiledJob], tuple[Any, Any]],
-                  job_ids: Mapping[str, str] | None = None) -> PreparedJob:
+                  job_ids: Mapping[str, str] | None = None, waits_for: Sequence[str] = ()) -> PreparedJob:
     """One running stage as a :class:`PreparedJob` whose executor waits for its
-    producers that run (``skipped`` ones are done already).
+    producers that run (``skipped`` ones are done already) and for ``waits_for``
+    (job ids its :class:`~nemo_runspec.step.Preparation` submitted first).
 
     ``job_ids`` maps a producer stage to its Slurm job id; a missing one (a dry
     run) renders as the placeholder ``<STAGE>`` so the script shows the shape of
@@ -331,6 +354,7 @@ def prepare_stage(plan: StagePlan, pipe_id: str, *, skipped: set[str],
     from nemo_runspec import slurm
 
     ids = [(job_ids or {}).get(d) or f"<{d}>" for d in plan.depends_on if d not in skipped]
+    ids += [i for i in waits_for if i not in ids]
     job = slurm.prepare_job(plan.job, *build_packager(plan.job), env_vars=stage_env(plan, pipe_id),
                             dependencies=ids or None)
     if ids:
@@ -368,9 +392,10 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             if plan.skip:
                 say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
                 continue
+            waits_for = before_submit(plan)
             prepared = prepare_stage(plan, pipe_id, skipped=skipped, build_packager=build_packager,
-                                     job_ids=result.job_ids)
-            after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids]
+                                     job_ids=result.job_ids, waits_for=waits_for)
+            after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
             say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
             result.jobs[plan.name] = submit_detached(prepared)
             _ledger(result.jobs[plan.name], pipe_id)
@@ -392,6 +417,15 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
         if result.jobs:
             result.record_path = write_record(result)
     return result
+
+
+def before_submit(plan: StagePlan) -> list[str]:
+    """Submit what a running stage needs first (its preparation's ``before_submit``, e.g.
+    image imports); the job ids it must wait for. ``[]`` for a dry run."""
+    prep = plan.preparation
+    if plan.skip or plan.job.dry_run or prep is None or prep.before_submit is None:
+        return []
+    return [str(i) for i in prep.before_submit()]
 
 
 def _title(plans: Sequence[StagePlan]) -> str:
