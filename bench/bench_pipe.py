@@ -81,7 +81,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-cluster", action="store_true")
     args = parser.parse_args()
-    result: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "config": "tiny"}
+    result: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "config": "tiny",
+                                 "load_1min_at_start": os.getloadavg()[0]}
 
     work, env = sandbox()
     try:
@@ -123,6 +124,7 @@ def main() -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    result["load_1min_at_end"] = os.getloadavg()[0]  # other work on the machine slows every figure
     out_path = ROOT / "bench" / "results" / "pipe.json"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(result, indent=2) + "\n")
