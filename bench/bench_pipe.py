@@ -58,17 +58,31 @@ def timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     return time.perf_counter() - start, proc.stdout
 
 
+TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
+            "DEADLINE", "PREEMPTED")
+
+
 def finished(job_ids: list[str]) -> bool:
-    out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(job_ids), "-o", "State"],
+    """True once every job has ended, all COMPLETED; a job that ended otherwise stops the
+    bench (its time would not be the chain's)."""
+    out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(job_ids), "-o", "JobID,State"],
                          capture_output=True, text=True).stdout.split()
-    return len(out) == len(job_ids) and all(s in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT") for s in out)
+    states = dict(line.split("|", 1) for line in out if "|" in line)
+    states = {job: state.split()[0] for job, state in states.items() if state}
+    if len(states) < len(job_ids) or not all(s in TERMINAL for s in states.values()):
+        return False
+    bad = {job: state for job, state in states.items() if state != "COMPLETED"}
+    if bad:
+        raise SystemExit(f"the chain did not complete: {bad}")
+    return True
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-cluster", action="store_true")
     args = parser.parse_args()
-    result: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "config": "tiny"}
+    result: dict[str, object] = {"machine": f"{os.cpu_count()} cores", "config": "tiny",
+                                 "load_1min_at_start": os.getloadavg()[0]}
 
     work, env = sandbox()
     try:
@@ -104,11 +118,13 @@ def main() -> int:
             while not finished(ids):
                 time.sleep(0.5)
             result["allocation_submit_s"] = submit_s
+            result["allocation_stages"] = len(re.search(r"^pipe \S+: (.*)$", out, re.M).group(1).split(", "))
             result["allocation_chain_s"] = time.perf_counter() - start
             result["allocation_command"] = "nemotron nano3 pipe -c tiny --batch cluster --launcher sbatch"
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    result["load_1min_at_end"] = os.getloadavg()[0]  # other work on the machine slows every figure
     out_path = ROOT / "bench" / "results" / "pipe.json"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(result, indent=2) + "\n")

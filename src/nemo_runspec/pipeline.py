@@ -7,7 +7,8 @@ consumes (``${art:<key>,...}`` with ``run.<key>``) and publishes
 when the newest version of its output artifact was published by a run of the
 same stage with the same config and the same inputs (its *pipe key*, which the
 job writes into the artifact's metadata through ``NEMOTRON_PIPE_FINGERPRINT``; an input
-made by a stage of the pipeline counts as that stage's key). A stage whose
+made by a pipe stage counts as that stage's key, whether that stage is selected in
+this run or not, so ``--stages sft:eval`` after a full run skips like the full run). A stage whose
 input comes from a stage that runs is never skipped. ``${art:...}`` is resolved when each stage starts, never at
 submission, so a stage reads exactly what the stage before it published.
 
@@ -23,6 +24,11 @@ Launchers:
   one allocation, run in order by one driver script (no queueing between stages);
 - :func:`prepare_stages` alone gives each stage's exact sbatch script (what
   ``--dry-run`` shows), with the producers' job ids as ``<stage>`` placeholders.
+
+A step's ``prepare`` hook (:class:`~nemo_runspec.step.Preparation`) makes its job
+what its own command would run (the evaluation stage: ``--task`` selection,
+env.toml ``[wandb]``, image imports); the Slurm launchers submit its
+``before_submit`` jobs first and make the stage wait for them (``afterok``).
 
 Every Slurm pipeline is recorded in ``$NEMOTRON_HOME/pipes/<id>.json`` so it can
 be followed, inspected and cancelled later (``nemotron jobs ... PIPE_ID``).
@@ -42,7 +48,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import CLIUsageError, ConfigError
-from nemo_runspec.step import Step, artifact_name, consumed_artifacts, published_artifact
+from nemo_runspec.step import (
+    Preparation,
+    Step,
+    artifact_name,
+    consumed_artifacts,
+    published_artifact,
+)
 
 if TYPE_CHECKING:
     from nemo_runspec.cli.context import GlobalContext
@@ -65,10 +77,12 @@ class StagePlan:
         consumes: ``{key: artifact ref}`` it reads when it starts.
         publishes: the artifact name it publishes, if any.
         depends_on: the stages of this pipeline that publish what it consumes.
-        key: its pipe key: its config and its inputs (an input made by a stage of
-            this pipeline counts as that stage's key, any other as its exact version).
+        key: its pipe key: its config and its inputs (an input made by a pipe stage
+            counts as that stage's key, selected or not; any other as its exact version).
         skip: the output for this key exists already; the stage is not run.
         reason: why it runs or is skipped, for the plan display.
+        preparation: what the step's ``prepare`` hook made of it (``job`` is its job);
+            ``None`` for a step without one.
     """
 
     step: Step
@@ -79,6 +93,7 @@ class StagePlan:
     key: str
     skip: bool
     reason: str
+    preparation: Preparation | None = None
 
     @property
     def name(self) -> str:
@@ -146,6 +161,13 @@ def pipe_key(step: Step, job: CompiledJob, inputs: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
+def made_by(producer_key: str) -> str:
+    """The identity of an input a pipe stage made: its producer's pipe key. The same
+    whether the producer is part of this run (its planned key) or not (the key recorded
+    on the artifact it published), so a subset of stages resumes like the full pipe."""
+    return f"made-by:{producer_key}"
+
+
 def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequence[str] = (), *,
                      resume: bool = True) -> list[StagePlan]:
     """Compile every step, build the graph and decide what to skip (see the module docstring).
@@ -165,19 +187,25 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
         recipe = recipe_config_from(_stage_context(gctx, step, routed[step.name]), [])
         try:
             job = compile_job(step.runspec, recipe, check_artifacts=False)
+            prep = step.prepare(job) if step.prepare is not None else None
             if step.check is not None:
-                step.check(job, routed[step.name])
+                step.check(prep.job if prep else job, routed[step.name])
         except NemoRunspecError as exc:
             exc.args = (f"stage {step.name}: {exc.args[0] if exc.args else exc}", *exc.args[1:])
             raise
-        compiled.append((step, job, consumed_artifacts(job.job_config), published_artifact(job.job_config)))
-    _check_order([(step.name, consumes, publishes) for step, _, consumes, publishes in compiled])
+        run_job = prep.job if prep else job
+        compiled.append((step, job, prep, consumed_artifacts(run_job.job_config),
+                         published_artifact(run_job.job_config)))
+    _check_order([(step.name, consumes, publishes) for step, _, _, consumes, publishes in compiled])
     producers: dict[str, str] = {}
     plans: list[StagePlan] = []
-    for step, job, consumes, publishes in compiled:
+    for step, job, prep, consumes, publishes in compiled:
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
-        plans.append(_plan_stage(step, job, consumes, publishes, depends, plans, resume=resume))
+        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume)
+        if prep is not None:  # keyed by the config as written; run, shown and submitted as prepared
+            plan = dataclasses.replace(plan, job=prep.job, preparation=prep)
+        plans.append(plan)
         if publishes:
             producers[publishes] = step.name
     return plans
@@ -185,14 +213,17 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
 
 def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
                 depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
+    # ``job`` is the compiled job before a step's prepare hook: the key covers the
+    # config as written, not what a profile fills in (W&B names, squashed image paths).
     # An input made by a stage of this pipeline is identified by that stage's key (what
-    # it will publish is fixed by its own config and inputs); any other input by the
-    # exact version the registry resolves it to now.
+    # it will publish is fixed by its own config and inputs), whether or not that stage
+    # is selected: a selected producer gives its key, an artifact a pipe stage published
+    # carries it in its metadata. Any other input is its exact version.
     inputs: dict[str, str] = {}
     for k, ref in consumes.items():
         producer = next((p for p in earlier if p.publishes == artifact_name(ref)), None)
         if producer is not None:
-            inputs[k] = f"stage:{producer.name}:{producer.key}"
+            inputs[k] = made_by(producer.key)
             continue
         art = _resolve(job, ref)
         if art is None:
@@ -202,7 +233,8 @@ def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publi
                                   key=f"run.{k}", hint="add the stage that produces it, or publish/import it first")
             inputs[k] = f"{ref} (missing)"
         else:
-            inputs[k] = art.ref
+            made = art.metadata.get("pipe_key") if isinstance(getattr(art, "metadata", None), Mapping) else None
+            inputs[k] = made_by(str(made)) if made else art.ref
     key = pipe_key(step, job, inputs)
     if not publishes:
         return StagePlan(step, job, consumes, publishes, depends, key, False, "publishes nothing: always runs")
@@ -310,9 +342,10 @@ class PipeSubmission:
 
 def prepare_stage(plan: StagePlan, pipe_id: str, *, skipped: set[str],
                   build_packager: Callable[[CompiledJob], tuple[Any, Any]],
-                  job_ids: Mapping[str, str] | None = None) -> PreparedJob:
+                  job_ids: Mapping[str, str] | None = None, waits_for: Sequence[str] = ()) -> PreparedJob:
     """One running stage as a :class:`PreparedJob` whose executor waits for its
-    producers that run (``skipped`` ones are done already).
+    producers that run (``skipped`` ones are done already) and for ``waits_for``
+    (job ids its :class:`~nemo_runspec.step.Preparation` submitted first).
 
     ``job_ids`` maps a producer stage to its Slurm job id; a missing one (a dry
     run) renders as the placeholder ``<STAGE>`` so the script shows the shape of
@@ -321,6 +354,7 @@ def prepare_stage(plan: StagePlan, pipe_id: str, *, skipped: set[str],
     from nemo_runspec import slurm
 
     ids = [(job_ids or {}).get(d) or f"<{d}>" for d in plan.depends_on if d not in skipped]
+    ids += [i for i in waits_for if i not in ids]
     job = slurm.prepare_job(plan.job, *build_packager(plan.job), env_vars=stage_env(plan, pipe_id),
                             dependencies=ids or None)
     if ids:
@@ -358,9 +392,10 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             if plan.skip:
                 say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
                 continue
+            waits_for = before_submit(plan)
             prepared = prepare_stage(plan, pipe_id, skipped=skipped, build_packager=build_packager,
-                                     job_ids=result.job_ids)
-            after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids]
+                                     job_ids=result.job_ids, waits_for=waits_for)
+            after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
             say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
             result.jobs[plan.name] = submit_detached(prepared)
             _ledger(result.jobs[plan.name], pipe_id)
@@ -382,6 +417,15 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
         if result.jobs:
             result.record_path = write_record(result)
     return result
+
+
+def before_submit(plan: StagePlan) -> list[str]:
+    """Submit what a running stage needs first (its preparation's ``before_submit``, e.g.
+    image imports); the job ids it must wait for. ``[]`` for a dry run."""
+    prep = plan.preparation
+    if plan.skip or plan.job.dry_run or prep is None or prep.before_submit is None:
+        return []
+    return [str(i) for i in prep.before_submit()]
 
 
 def _title(plans: Sequence[StagePlan]) -> str:

@@ -43,6 +43,7 @@ from nemo_runspec.pipeline import (
     StagePlan,
     _ledger,
     _title,
+    before_submit,
     new_pipe_id,
     stage_env,
     write_record,
@@ -261,6 +262,7 @@ def submit_allocation(plans: Sequence[StagePlan], *, build_packager: Callable[[C
             sub = submit_detached(job, schedule=False)
             if sub.squash_job_id:
                 squash_ids.append(sub.squash_job_id)
+            squash_ids += [i for i in before_submit(plan) if i not in squash_ids]  # e.g. evaluator images
         secrets = [str(v) for job in staged for v in job.secrets.values()]
         deps = f" --dependency=afterok:{':'.join(squash_ids)}" if squash_ids else ""
         from nemo_runspec.signals import deferred, own_session_prefix

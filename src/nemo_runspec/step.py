@@ -7,6 +7,13 @@ consumes (its ``run.<key>`` artifact references, e.g. ``run.data:
 nano3-pretrain-data-tiny:latest``) and publishes (``publish.name``). The
 dependency graph follows from those names: a step depends on the step of the
 same pipeline that publishes an artifact it consumes.
+
+A step may also have a ``prepare`` hook, applied to its compiled job before the
+dependency graph is built: it returns a :class:`Preparation` (the job made ready
+as its own command would make it, what its dry run shows beyond the job, and
+what must be submitted before it, such as container-image imports). The
+evaluation stage uses it so that ``nano3 pipe`` and ``nemotron steps run``
+evaluate exactly as ``nano3 eval`` does.
 """
 
 from __future__ import annotations
@@ -18,9 +25,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from nemo_runspec._models import Runspec
     from nemo_runspec.job import CompiledJob
 
+
+@dataclass(frozen=True)
+class Preparation:
+    """What a step's ``prepare`` hook makes of its compiled job.
+
+    Attributes:
+        job: the job to run, show and submit instead of the compiled one.
+        show: prints what the dry run shows after the job's own script (e.g. the
+            exact evaluation config); called with a rich console.
+        before_submit: submits what the stage needs first (e.g. image imports) when
+            the stage is submitted to Slurm; returns the job ids the stage waits for
+            (``afterok``). Never called for a dry run or a local run.
+    """
+
+    job: CompiledJob
+    show: Callable[[Console], object] | None = field(default=None, compare=False)
+    before_submit: Callable[[], list[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -38,6 +64,8 @@ class Step:
         check: called with the compiled job and the stage's overrides before anything
             runs (e.g. a schema check); raises a one-line error to stop the pipeline.
         description: one line for listings.
+        prepare: called with the compiled job; returns the :class:`Preparation` the
+            pipeline runs, shows and submits (``None``: the compiled job as it is).
     """
 
     name: str
@@ -46,6 +74,7 @@ class Step:
     overrides: tuple[str, ...] = ()
     check: Callable[[CompiledJob, Sequence[str]], None] | None = field(default=None, compare=False)
     description: str = ""
+    prepare: Callable[[CompiledJob], Preparation] | None = field(default=None, compare=False)
 
     @cached_property
     def runspec(self) -> Runspec:

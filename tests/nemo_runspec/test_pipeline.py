@@ -213,3 +213,20 @@ def test_a_stage_config_error_names_the_stage(recipes):
     with pytest.raises(NemoRunspecError) as exc:
         compiled(recipes["steps"], "use.sufix=?")
     assert str(exc.value).startswith("stage use: ") and "sufix" in str(exc.value)
+
+
+def test_after_a_full_run_a_subset_and_a_new_full_compile_skip_everything(recipes):
+    """An input made inside the pipe has one identity whether or not its producer is
+    selected: the producer's key (recorded on the artifact), so choosing a subset of
+    stages does not retrain, and neither does the full pipe after it."""
+    assert pipeline.run_local(compiled(recipes["steps"]), out=quiet) == 0
+    make, use = recipes["steps"]
+    subset = compiled([use])
+    assert [p.skip for p in subset] == [True], subset[0].reason
+    assert pipeline.run_local(subset, out=quiet) == 0
+    full = compiled(recipes["steps"])
+    assert [p.skip for p in full] == [True, True], [p.reason for p in full]
+    assert subset[0].key == full[1].key
+    # an input published outside the pipe (no pipe key) is its exact version: 'use' reruns
+    ArtifactRegistry(recipes["registry"]).publish("made", recipes["root"] / "make.py")
+    assert [p.skip for p in compiled([use])] == [False]

@@ -218,6 +218,8 @@ def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob
             console.print(f"{plan.name}: {plan.reason}", markup=False)
             continue
         show_dry_run(plan.job, (prepared or {}).get(plan.name), console=console)
+        if plan.preparation is not None and plan.preparation.show is not None:
+            plan.preparation.show(console)  # e.g. the evaluation config
     console.print(Rule("dependency graph"))
     for line in graph_lines(plans):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

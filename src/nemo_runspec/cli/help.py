@@ -269,6 +269,17 @@ class FastHelpCommand(FastHelpMixin, TyperCommand):
     """A :class:`TyperCommand` with :class:`FastHelpMixin`."""
 
 
+class GlobalOptionsCommand(FastHelpCommand):
+    """A command that takes the global options (``-c``, ``--run``, ``--batch``,
+    ``--dry-run``, ...) as a recipe command does: its help page lists them after its
+    own options (``nemotron nano3 pipe``, ``nemotron steps run``)."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Typer's help page, then the "Global options" panel."""
+        super().format_help(ctx, formatter)
+        render_global_options()
+
+
 class FastHelpGroup(FastHelpMixin, TyperGroup):
     """A :class:`TyperGroup` with :class:`FastHelpMixin`, a light help page, and
     commands whose module is imported on first lookup (``resolve_lazy``, see

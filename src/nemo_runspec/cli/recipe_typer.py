@@ -124,16 +124,18 @@ class RecipeTyper(typer.Typer):
         self.add_typer(placeholder, name=name, rich_help_panel=rich_help_panel)
 
     def add_lazy_command(self, name: str, module: str, attr: str, *, rich_help_panel: str | None = None,
-                         context_settings: dict[str, Any] | None = None) -> None:
+                         context_settings: dict[str, Any] | None = None, cls: type | None = None,
+                         options_metavar: str | None = None) -> None:
         """Register the function ``module.attr`` as the command ``name`` (like
-        ``self.command(name, ...)(function)``), importing ``module`` only when the
+        ``self.command(name, cls=cls, ...)(function)``), importing ``module`` only when the
         command is looked up; a module that fails to import becomes a stub."""
         lazy = (name, module, attr, rich_help_panel, context_settings)
 
         def placeholder(ctx: typer.Context) -> None:  # replaced before it could run
             raise RuntimeError(f"{module}.{attr} was not loaded")
 
-        self.command(name=name, cls=type(f"LazyCommand_{name}", (LazyCommand,), {"lazy": lazy}),
+        attrs = {"lazy": lazy, "command_cls": cls, "options_metavar_text": options_metavar}
+        self.command(name=name, cls=type(f"LazyCommand_{name}", (LazyCommand,), attrs),
                      context_settings=dict(RECIPE_CONTEXT_SETTINGS), rich_help_panel=rich_help_panel)(placeholder)
 
     def add_failed_command(
@@ -211,14 +213,19 @@ def _resolve(name: str, module: str, panel: str | None, register: Callable[[Reci
     return command
 
 
-def _resolve_attr(lazy: tuple[str, str, str, str | None, dict[str, Any] | None], group: bool) -> Any:
-    """The click command of ``module.attr`` (a group when ``group``), or a stub."""
+def _resolve_attr(lazy: tuple[str, str, str, str | None, dict[str, Any] | None], group: bool,
+                  cls: type | None = None, options_metavar: str | None = None) -> Any:
+    """The click command of ``module.attr`` (a group when ``group``; of class ``cls``
+    when given), or a stub."""
     name, module, attr, panel, settings = lazy
 
     def register(app: RecipeTyper, target: Any) -> Any:
         if group:
             return typer.main.get_group(target)
-        app.command(name=name, rich_help_panel=panel, context_settings=settings)(target)
+        extra: dict[str, Any] = {"cls": cls} if cls is not None else {}
+        if options_metavar:
+            extra["options_metavar"] = options_metavar
+        app.command(name=name, rich_help_panel=panel, context_settings=settings, **extra)(target)
         return typer.main.get_command(app)
 
     return _resolve(name, module, panel, register, attr)
@@ -242,7 +249,10 @@ class LazyCommand(FastHelpCommand):
 
     #: (command name, module, attribute, rich help panel, context settings); set per command
     lazy: tuple[str, str, str, str | None, dict[str, Any] | None]
+    #: the real command's class (None: Typer's) and its usage line's options part
+    command_cls: type | None = None
+    options_metavar_text: str | None = None
 
     def resolve_lazy(self) -> Any:
         """The real command, or a stub."""
-        return _resolve_attr(self.lazy, group=False)
+        return _resolve_attr(self.lazy, group=False, cls=self.command_cls, options_metavar=self.options_metavar_text)

@@ -117,3 +117,81 @@ def test_sbatch_launcher_bad_input_is_one_line(sandbox, args, words):
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+# --- the evaluation stage is prepared as `nano3 eval` prepares it ---------------------------
+
+WANDB_SECRET = "wandbPIPEsecret0123456789abcdefghij"
+
+
+def _with_wandb_and_squash(sb: dict) -> None:
+    with open(sb["env"]["NEMOTRON_ENV_FILE"], "a") as f:
+        f.write('squash_dir = "/lustre/me/sqsh"\n\n[wandb]\nentity = "my-team"\nproject = "nano3-evals"\n')
+    sb["env"]["WANDB_API_KEY"] = WANDB_SECRET
+
+
+@pytest.mark.parametrize("command", [["nano3", "pipe", "--stages", "eval"], ["steps", "run", "nano3/eval"]])
+def test_eval_stage_dry_run_shows_the_evaluation_config_with_wandb_and_images(sandbox, command):
+    import yaml
+
+    _with_wandb_and_squash(sandbox)
+    proc = nemotron(sandbox, *command, "--dry-run", "--batch", "dev")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "Evaluation config (eval.yaml" in out
+    body = out[out.index("Evaluation config (eval.yaml"):].split("\n", 1)[1]
+    cfg = yaml.safe_load(body[: body.index("note:")])
+    assert cfg["export"]["wandb"] == {"entity": "my-team", "project": "nano3-evals"}
+    assert cfg["export"]["env_vars"] == {"WANDB_API_KEY": "host:WANDB_API_KEY"}
+    assert cfg["deployment"]["image"].startswith("/lustre/me/sqsh/vllm+vllm-openai")
+    assert "squash script for vllm/vllm-openai:latest" in out
+    script = out[out.index("#!/bin/bash"):out.index("Evaluation config (eval.yaml")]
+    assert "export WANDB_PROJECT=nano3-evals" in script and ".nemotron-secrets.env" in script
+    assert WANDB_SECRET not in out + proc.stderr and SECRET not in out + proc.stderr
+    assert not sandbox["nhome"].exists()
+
+
+def test_eval_stage_submission_waits_for_its_image_imports(sandbox, monkeypatch):
+    """Submitted as a chain, the eval stage's evaluator images are imported first (one
+    Slurm job per missing .sqsh) and the stage waits for them with afterok."""
+    from nemo_runspec import packaging, pipeline, slurm
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+    from nemo_runspec.cli_context import split_global_args
+    from nemo_runspec.slurm import submission
+    from nemo_runspec.slurm.prepared import SubmittedJob
+    from nemo_runspec.slurm.remote import Remote
+    from nemotron.cli.commands.nano3.pipe import STEPS
+
+    _with_wandb_and_squash(sandbox)
+    for key, value in sandbox["env"].items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(sandbox["cwd"])
+    commands: list[str] = []
+
+    class ClusterShell:  # the cluster's answers: no .sqsh yet, sbatch gives job 4242
+        def run(self, cmd: str):
+            commands.append(cmd)
+            return (0, "4242\n", "") if cmd.startswith("sbatch") else (1 if cmd.startswith("test -s") else 0, "", "")
+
+    submitted: dict[str, object] = {}
+
+    def submit_detached(prepared, **_kw):  # Slurm's sbatch for the stage itself
+        submitted[prepared.name] = prepared
+        return SubmittedJob(job_id="5000", job_dir=prepared.job_dir, name=prepared.name, prepared=prepared,
+                            log_path="", sbatch_log_path="", sbatch_path=prepared.sbatch_path)
+
+    monkeypatch.setattr(Remote, "for_profile", classmethod(lambda cls, values: ClusterShell()))
+    monkeypatch.setattr(submission, "submit_detached", submit_detached)
+    model = sandbox["tmp"] / "rl-model"
+    model.mkdir()
+    ArtifactRegistry(sandbox["env"]["NEMOTRON_ARTIFACTS_ROOT"]).publish("nano3-rl-model", model)
+    gctx, rest = split_global_args(["--batch", "dev"])
+    plans = pipeline.compile_pipeline([s for s in STEPS if s.name == "eval"], gctx, rest, resume=False)
+    assert plans[0].job.job_config.run.wandb.project == "nano3-evals"  # the key reaches the job
+    sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager, out=lambda _m: None)
+    assert sub.job_ids == {"eval": "5000"}
+    imports = [c for c in commands if c.startswith("sbatch")]
+    assert len(imports) == 2 and all("enroot import" in c for c in imports)
+    (prepared,) = submitted.values()
+    script = slurm.render_sbatch(prepared)
+    assert "afterok:4242" in script and "--kill-on-invalid-dep=yes" in script

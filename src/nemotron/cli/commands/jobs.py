@@ -411,6 +411,8 @@ def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:
 
     members = [(st, pipe.stage_submission(st, subs)) for st in pipe.stages]
     states = _states([s for _, s in members if s is not None], live=True, strict=True)
+    by_stage = {stage.name: states[(sub.job_id, sub.job_dir)] for stage, sub in members if sub is not None}
+    causes = _stopped_by(pipe, by_stage)
     if as_json:
         data = {"id": pipe.id, "created": pipe.created, "profile": pipe.profile, "env_file": pipe.env_file,
                 "stages": []}
@@ -419,7 +421,8 @@ def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:
             data["stages"].append({
                 "name": stage.name, "job_id": stage.job_id, "depends_on": list(stage.depends_on),
                 "skipped": stage.skipped, "state": st.state if st else sj.SKIPPED,
-                "exit_code": st.exit_code if st else None, "reason": st.reason if st else "",
+                "exit_code": st.exit_code if st else None,
+                "reason": causes.get(stage.name) or (st.reason if st else ""),
                 "job_dir": sub.job_dir if sub else None, "log_path": sub.log_path if sub else None,
             })
         _out(json.dumps(data, indent=1))
@@ -432,8 +435,36 @@ def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:
             continue
         st = states[(sub.job_id, sub.job_dir)]
         rows.append([stage.name, sub.job_id, st.state, "-" if st.exit_code is None else str(st.exit_code),
-                     ", ".join(stage.depends_on) or "-", st.reason or st.nodes or "-"])
+                     ", ".join(stage.depends_on) or "-", causes.get(stage.name) or st.reason or st.nodes or "-"])
     _table(["STAGE", "JOB", "STATE", "EXIT", "AFTER", "REASON/NODES"], rows)
+
+
+def _stopped_by(pipe: Pipe, states: dict[str, JobState]) -> dict[str, str]:
+    """Why a stage never ran: ``{stage: "dependency pretrain FAILED (exit 3)"}`` for each
+    stage cancelled (by Slurm's --kill-on-invalid-dep or the following client) or left
+    waiting on a dependency that can no longer be met, because a stage it waits for ended
+    badly (the first such stage in pipe order; transitively, the one that failed)."""
+    from nemo_runspec.slurm import jobs as sj
+
+    depends = {stage.name: stage.depends_on for stage in pipe.stages}
+    out: dict[str, str] = {}
+    for stage in pipe.stages:
+        st = states.get(stage.name)
+        never_started = st is not None and st.start in ("", "Unknown", "None")
+        blocked = st is not None and ((st.state.startswith("CANCELLED") and never_started)
+                                      or (st.state == "PENDING" and "DependencyNeverSatisfied" in st.reason))
+        if not blocked:
+            continue
+        for dep in depends[stage.name]:
+            dst = states.get(dep)
+            if dep in out:  # cancelled itself because of an earlier stage: name that one
+                out[stage.name] = out[dep]
+                break
+            if dst is not None and dst.finished and dst.state != "COMPLETED" and dst.state != sj.SKIPPED:
+                code = f" (exit {dst.exit_code})" if dst.exit_code else ""
+                out[stage.name] = f"dependency {dep} {dst.state}{code}"
+                break
+    return out
 
 
 # --------------------------------------------------------------------------- logs

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import typer
 
+from nemo_runspec.cli.help import GlobalOptionsCommand
 from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, RecipeTyper
 
 app = RecipeTyper(name="steps", help="The registered pipeline steps: list them, show one, run one.")
@@ -22,12 +23,16 @@ def _registry() -> dict[str, object]:
 
 
 def _step(name: str):  # noqa: ANN202 - a Step
-    from nemo_runspec._suggest import did_you_mean
+    from nemo_runspec._suggest import closest, did_you_mean
     from nemo_runspec.errors import CLIUsageError
 
     steps = _registry()
     if name not in steps:
-        raise CLIUsageError(f"no step {name!r}", hint=did_you_mean(name, steps) or "nemotron steps list shows them")
+        # a bare stage name ("sft") is compared with the stage part of each step
+        by_stage = {full.split("/", 1)[1]: full for full in steps}
+        stage = None if "/" in name else (name if name in by_stage else closest(name, sorted(by_stage)))
+        close = f"did you mean '{by_stage[stage]}'?" if stage else did_you_mean(name, steps)
+        raise CLIUsageError(f"no step {name!r}", hint=close or "nemotron steps list shows them")
     return steps[name]
 
 
@@ -43,8 +48,10 @@ def list_steps() -> None:
     Console().print(table)
 
 
-@app.command("show", context_settings=dict(RECIPE_CONTEXT_SETTINGS))
-def show(ctx: typer.Context, name: str = typer.Argument(..., help="PIPELINE/STAGE, e.g. nano3/pretrain")) -> None:
+@app.command("show", context_settings=dict(RECIPE_CONTEXT_SETTINGS), cls=GlobalOptionsCommand,
+             options_metavar="[GLOBAL OPTIONS]")
+def show(ctx: typer.Context, name: str = typer.Argument(..., metavar="PIPELINE/STAGE [KEY=VALUE...]",
+                                       help="PIPELINE/STAGE, e.g. nano3/pretrain")) -> None:
     """Show one step: its script, runspec and, compiled with -c and overrides, what it
     consumes and publishes."""
     from nemo_runspec.cli.recipe_config import parse_recipe_config
@@ -65,8 +72,10 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., help="PIPELINE/STAG
         typer.echo(f"{key:<{width}}  {value}")
 
 
-@app.command("run", context_settings=dict(RECIPE_CONTEXT_SETTINGS))
-def run(ctx: typer.Context, name: str = typer.Argument(..., help="PIPELINE/STAGE, e.g. nano3/pretrain"),
+@app.command("run", context_settings=dict(RECIPE_CONTEXT_SETTINGS), cls=GlobalOptionsCommand,
+             options_metavar="[OPTIONS] [GLOBAL OPTIONS]")
+def run(ctx: typer.Context, name: str = typer.Argument(..., metavar="PIPELINE/STAGE [KEY=VALUE...]",
+                                                      help="PIPELINE/STAGE, e.g. nano3/pretrain"),
         no_resume: bool = typer.Option(False, "--no-resume", help="Run it even if its output exists")) -> None:
     """Run one step with the usual -c, overrides and --run/--batch/--dry-run."""
     import dataclasses

@@ -7,9 +7,11 @@ vanishing from ``--help``.
 
 from __future__ import annotations
 
+from nemo_runspec.cli.help import GlobalOptionsCommand
 from nemo_runspec.cli.recipe_typer import RecipeTyper
 
-app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: pretrain, sft, rl and data prep.")
+app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: data prep, pretrain, sft, rl, evaluation, "
+                                     "model import and the whole chain (pipe).")
 data_app = RecipeTyper(name="data", help="Data commands.")
 prep_app = RecipeTyper(name="prep", help="Prepare training data for each stage (Ray).")
 
@@ -40,4 +42,5 @@ model_app.add_lazy_typer("import", f"{_PKG}.model.import_")
 app.add_typer(model_app, name="model", rich_help_panel="Models")
 app.add_lazy_command("pipe", f"{_PKG}.pipe", "pipe", rich_help_panel="Pipelines",
                      context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                       "help_option_names": ["-h", "--help"]})
+                                       "help_option_names": ["-h", "--help"]},
+                     cls=GlobalOptionsCommand, options_metavar="[OPTIONS] [GLOBAL OPTIONS] [STAGE.KEY=VALUE...]")

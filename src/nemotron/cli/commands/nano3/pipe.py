@@ -27,6 +27,23 @@ def _check_data_prep(stage: str):  # noqa: ANN202 - a Step.check
     return check
 
 
+def _prepare_eval(job):  # noqa: ANN001, ANN202 - a Step.prepare
+    """The evaluation stage made ready exactly as ``nano3 eval`` makes it: task selection,
+    env.toml ``[wandb]`` into the evaluator config (and the W&B key through the secrets
+    path), the evaluator images' ``.sqsh`` imports, submitted before the stage."""
+    from nemo_runspec import evaluator
+    from nemo_runspec.step import Preparation
+
+    ev = evaluator.prepare_eval_job(job)
+
+    def show(console) -> None:  # noqa: ANN001 - a rich Console
+        from nemotron.training.evaluate import show_plan
+
+        show_plan(ev, console=console)
+
+    return Preparation(ev.job, show=show, before_submit=lambda: evaluator.submit_image_squashes(ev))
+
+
 #: The nano3 chain, in order. Each stage consumes what an earlier one publishes
 #: (``run.data``/``run.model`` in its config); the graph follows from the configs.
 STEPS: list[Step] = [
@@ -41,7 +58,8 @@ STEPS: list[Step] = [
     Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)"),
 ]
 if (NANO3 / "eval/eval.py").is_file():
-    STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model"))
+    STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model",
+                      prepare=_prepare_eval))
 
 #: Every registered pipeline's steps, for `nemotron steps`.
 PIPELINES: dict[str, list[Step]] = {"nano3": STEPS}
