@@ -55,10 +55,12 @@ def sacct_times(job_id: str) -> tuple[str, str]:
 def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     assert list(ids) == STAGES
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
-    assert f"nemotron jobs logs -f {pipe_id}" in proc.stdout
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
+    assert f"nemotron jobs logs -f {pipe_id}" in proc.stderr
+    chain = json.loads(proc.stdout)  # --batch: stdout is the chain's one JSON line
+    assert chain["pipe_id"] == pipe_id and {s["stage"]: s["job_id"] for s in chain["stages"]} == ids
     # the one command that follows the chain: every stage's log, live, in order
     follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
     assert follow.returncode == 0, follow.stderr[-3000:]
@@ -88,7 +90,8 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
 
     again = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "nothing to submit" in again.stdout
+    assert "nothing to submit" in again.stderr
+    assert [s["job_id"] for s in json.loads(again.stdout)["stages"]] == [None] * len(STAGES)
     assert again.stderr.count("skipped:") == len(STAGES)
 
 
@@ -97,7 +100,7 @@ def test_failing_middle_stage_cancels_its_dependants_and_exits_nonzero(home, slu
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "pretrain:",
                     "pretrain.fallback.lr=-1", "pretrain.fallback.seed=7")
     assert proc.returncode != 0, proc.stdout[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     assert set(ids) >= {"pretrain", "sft", "rl", "eval"}
     assert slurm_cluster.wait(ids["pretrain"]).state == "FAILED"
     for stage in ("sft", "rl", "eval"):
@@ -124,10 +127,11 @@ def test_sbatch_launcher_runs_the_stages_in_one_allocation(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--launcher", "sbatch",
                     "--no-resume", "--stages", "prep-pretrain:pretrain")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     assert list(ids) == ["prep-pretrain", "pretrain"] and len(set(ids.values())) == 1
     job_id = ids["pretrain"]
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
+    assert json.loads(proc.stdout)["pipe_id"] == pipe_id
     follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
     assert follow.returncode == 0, follow.stderr[-3000:]
     assert re.findall(r"^== (\S+) \(job (\d+)\)", follow.stderr, re.M) == [("prep-pretrain", job_id),
@@ -149,9 +153,9 @@ def test_sbatch_launcher_stops_at_a_failing_stage(home, slurm_cluster):
     assert proc.returncode not in (0, None), proc.stdout[-2000:]
     assert "Traceback" not in proc.stderr
     assert "stage pretrain failed" in proc.stderr, proc.stderr[-2000:]
-    job_id = job_ids(proc.stdout)["pretrain"]
+    job_id = job_ids(proc.stderr)["pretrain"]
     assert slurm_cluster.wait(job_id).state == "FAILED"
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
     run_dir = Path(json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())["run_dir"])
     assert (run_dir / "prep-pretrain.rc").read_text().strip() == "0"
     assert (run_dir / "pretrain.rc").read_text().strip() not in ("", "0")

@@ -39,7 +39,7 @@ def _slurm_message(stderr: str) -> str:
     return re.sub(r"^sbatch:\s*", "", msg)
 
 
-def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
+def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool = True) -> SubmittedJob:
     """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it.
 
     With ``schedule`` false everything but the ``sbatch`` call is done (code,
@@ -47,6 +47,12 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
     ``job_id == ""``: the sbatch launcher (:mod:`nemo_runspec.pipeline_sbatch`)
     runs such staged scripts one after another in a single allocation and calls
     :func:`remove_staged` for them when its own submission fails.
+
+    An interrupt right after Slurm accepted the job re-raises with the job id in
+    ``exc.accepted_job_id``; with ``announce`` (a job on its own) the job's JSON
+    record goes to stdout and how to follow or cancel it to stderr. A caller that
+    decides the job's fate itself (a pipeline cancels its whole chain) passes
+    ``announce=False`` and says what happened.
     """
     from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
@@ -111,13 +117,15 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
                                    log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
                                    squash_job_id=squash_job)
                 record_submission(sub)
-                print(json.dumps(submission_record(sub)), flush=True)
+                if announce:
+                    print(json.dumps(submission_record(sub)), flush=True)
             except Exception:  # noqa: BLE001 - never hide the interrupt; the line below still names the job
                 pass
             finally:
-                print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
-                      f"nemotron jobs logs -f {accepted} follows it, nemotron jobs cancel {accepted} "
-                      f"cancels it (or squeue -j {accepted}, scancel {accepted})", file=sys.stderr, flush=True)
+                if announce:
+                    print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
+                          f"nemotron jobs logs -f {accepted} follows it, nemotron jobs cancel {accepted} "
+                          f"cancels it (or squeue -j {accepted}, scancel {accepted})", file=sys.stderr, flush=True)
             raise
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
