@@ -266,7 +266,8 @@ def find_secret_values(*objs: Any) -> list[str]:
         elif isinstance(node, (list, tuple)):
             if node and all(isinstance(item, str) for item in node):
                 for arg in secret_arguments(node):  # NAME=value: the value; --name value: value
-                    found[arg.partition("=")[2] if "=" in arg and not looks_like_credential(arg) else arg] = None
+                    if not looks_like_credential(arg):  # (a credential-shaped token is masked anywhere)
+                        found[arg.partition("=")[2] if "=" in arg else arg] = None
             for item in node:
                 walk(item)
 
