@@ -154,3 +154,27 @@ def test_dry_run_tables_show_bracketed_values_whole(tmp_path):
     display_dry_run(job, {}, console=console)
     shown = buf.getvalue()
     assert "[d]etach [bold]x[/bold]" in shown and "env.toml:3 [dev]" in shown
+
+
+@pytest.mark.parametrize(("sig", "code"), [(2, 130), (15, 143), (1, 129)], ids=["INT", "TERM", "HUP"])
+def test_every_interrupt_that_detaches_exits_128_plus_its_signal(tmp_path, monkeypatch, sig, code):
+    """The exit-code table (docs/cli.md): a detach is 128+signal, never 0 and never 4 (a cancel);
+    only Ctrl-C asks, so SIGTERM/SIGHUP detach even on a terminal."""
+    from nemo_runspec.signals import Interrupted
+
+    def run(self: Remote, cmd: str) -> tuple[int, str, str]:
+        if cmd.startswith("squeue"):
+            raise Interrupted(sig) if sig != 2 else KeyboardInterrupt
+        return 0, "", ""
+
+    monkeypatch.setattr(Remote, "run", run)
+    monkeypatch.setattr(monitor, "_ask_detach_or_cancel", lambda s: "cancel")  # a terminal answering c
+    monkeypatch.setattr("sys.stdin", io.StringIO())
+    sub = _submitted(tmp_path)
+    console, buf = _console()
+    result = monitor.follow(sub, console=console, poll=0)
+    if sig == 2:  # Ctrl-C asked, and the answer was c
+        assert result == 4 and sub.returncode == 4
+    else:
+        assert result is None and sub.returncode == code
+        assert "Detached from job 4242" in buf.getvalue()
