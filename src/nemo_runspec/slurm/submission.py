@@ -245,10 +245,13 @@ def _submission_error(job: PreparedJob, exc: BaseException) -> ExecutionError:
                 f"Slurm rejected job {job.name}: {_slurm_message(output)}",
                 hint="check partition/account/time in the env.toml profile",
             )
+        remote = job.tunnel_kind != "local" and not re.match(r"\s*(tar|rsync|git)\b", command)
+        on = f" on {job.values.get('host')}" if remote else ""  # a command the tunnel ran there
         return ExecutionError(
             f"preparing job {job.name} failed before submission: `{_short(command)}` "
-            f"exited {getattr(result, 'exited', '?')}: {_command_message(output)}",
-            hint=_disk_hint(output, job) or "nothing was submitted; fix the cause and run again",
+            f"exited {getattr(result, 'exited', '?')}{on}: {_command_message(output)}",
+            hint=_disk_hint(output, job) or (_remote_dir_hint(command, job) if remote else None)
+            or "nothing was submitted; fix the cause and run again",
         )
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
@@ -268,6 +271,15 @@ def _command_message(output: str) -> str:
 
 def _short(command: str, limit: int = 120) -> str:
     return command if len(command) <= limit else command[: limit - 3] + "..."
+
+
+def _remote_dir_hint(command: str, job: PreparedJob) -> str | None:
+    """What to check when a ``mkdir`` on the cluster failed."""
+    if not re.match(r"\s*mkdir\b", command):
+        return None
+    key = "remote_job_dir" if job.values.get("remote_job_dir") else "job_dir"
+    return (f"nothing was submitted; check that {key} in the env.toml profile is a directory "
+            f"you can write on {job.values.get('host')}")
 
 
 def _disk_hint(message: str, job: PreparedJob) -> str | None:
