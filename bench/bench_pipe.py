@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -97,7 +96,7 @@ def main() -> int:
         try:
             start = time.perf_counter()
             submit_s, out = timed(["nano3", "pipe", "-c", "tiny", "--batch", "cluster"], env, work)
-            ids = [pair.split("=")[1] for pair in re.search(r"^pipe \S+: (.*)$", out, re.M).group(1).split(", ")]
+            ids = [s["job_id"] for s in json.loads(out)["stages"]]  # --batch: the chain's JSON line
             while not finished(ids):
                 time.sleep(0.5)
             result["cluster_submit_all_stages_s"] = submit_s
@@ -113,12 +112,12 @@ def main() -> int:
             start = time.perf_counter()
             submit_s, out = timed(["nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--launcher", "sbatch"],
                                   env, work)
-            ids = sorted({pair.split("=")[1] for pair in
-                          re.search(r"^pipe \S+: (.*)$", out, re.M).group(1).split(", ")})
+            stages = json.loads(out)["stages"]
+            ids = sorted({s["job_id"] for s in stages})  # one allocation: every stage has its id
             while not finished(ids):
                 time.sleep(0.5)
             result["allocation_submit_s"] = submit_s
-            result["allocation_stages"] = len(re.search(r"^pipe \S+: (.*)$", out, re.M).group(1).split(", "))
+            result["allocation_stages"] = len(stages)
             result["allocation_chain_s"] = time.perf_counter() - start
             result["allocation_command"] = "nemotron nano3 pipe -c tiny --batch cluster --launcher sbatch"
         finally:

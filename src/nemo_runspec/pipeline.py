@@ -397,7 +397,7 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
                                      job_ids=result.job_ids, waits_for=waits_for)
             after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
             say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
-            result.jobs[plan.name] = submit_detached(prepared)
+            result.jobs[plan.name] = submit_detached(prepared, announce=False)  # its fate is the chain's
             _ledger(result.jobs[plan.name], pipe_id)
             say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")
     except BaseException as exc:
@@ -411,7 +411,12 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
         if result.jobs:
             why = "the pipeline's submission was interrupted" if isinstance(exc, KeyboardInterrupt) \
                 else "the pipeline's submission failed"
-            cancel_jobs(result, reason=why)
+            if not cancel_jobs(result, reason=why):  # what stays queued, on stdout as after a --batch
+                result.record_path = write_record(result)
+                print(json.dumps(chain_record(result)), flush=True)
+                print(f"[pipe] {pipe_id}: {', '.join(f'{n}={i}' for n, i in result.job_ids.items())} may stay "
+                      f"queued: nemotron jobs logs -f {pipe_id} follows them, nemotron jobs cancel {pipe_id} "
+                      "cancels them", file=sys.stderr, flush=True)
         raise
     finally:
         if result.jobs:
@@ -493,24 +498,44 @@ def load_record(pipe_id: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def cancel_jobs(sub: PipeSubmission, *, reason: str) -> None:
-    """``scancel`` every job of ``sub`` (best effort; says what it did)."""
+def chain_record(sub: PipeSubmission) -> dict[str, Any]:
+    """The one JSON line ``pipe --batch`` prints on stdout: the pipe id, how to follow,
+    check and cancel the whole chain, and each stage's job (``job_id`` null when the
+    stage was skipped: its output exists already; ``pipe_id`` and the commands are null
+    when every stage was)."""
+    from nemo_runspec.slurm.summary import submission_record
+
+    stages = []
+    for p in sub.plans:
+        job = sub.jobs.get(p.name)
+        stages.append({"stage": p.name, **(submission_record(job) if job is not None else
+                                           {"job_id": None, "skipped": p.reason})})
+    pid = sub.pipe_id or None  # none: every stage was skipped, nothing was submitted
+    return {"pipe_id": pid, "follow": pid and f"nemotron jobs logs -f {pid}",
+            "status": pid and f"nemotron jobs status {pid}", "cancel": pid and f"nemotron jobs cancel {pid}",
+            "record": str(sub.record_path) if sub.record_path else None, "stages": stages}
+
+
+def cancel_jobs(sub: PipeSubmission, *, reason: str) -> bool:
+    """``scancel`` every job of ``sub`` (best effort; says what it did). False when
+    ``scancel`` failed: the jobs may still be queued (the command to cancel them is printed)."""
     from nemo_runspec.slurm.jobs import scancel
     from nemo_runspec.slurm.remote import Remote, remove_secrets
 
     ids = [s.job_id for s in sub.jobs.values()]
     if not ids:
-        return
+        return True
     first = next(iter(sub.jobs.values()))
     try:
         scancel(Remote(first.prepared), ids)
     except Exception as exc:  # noqa: BLE001 - cancelling is best effort; say what is left
         print(f"[pipe] {' '.join(str(exc).split())}; cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
-        return
+        return False
     for job in sub.jobs.values():  # a job cancelled before it started never deleted its secrets file
         if job.prepared is not None:
             remove_secrets(job.prepared)
     print(f"[pipe] cancelled {', '.join(ids)}: {reason}", file=sys.stderr)
+    return True
 
 
 def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float = 2.0, out: Any = None) -> int:

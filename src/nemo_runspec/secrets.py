@@ -247,7 +247,9 @@ def is_secret_value(value: Any) -> bool:
 def find_secret_values(*objs: Any) -> list[str]:
     """Every secret value (see the module docstring) in ``objs``, deduplicated.
 
-    Walks nested mappings, lists and tuples; :data:`LABEL_TABLES` are skipped.
+    Walks nested mappings, lists and tuples; :data:`LABEL_TABLES` are skipped. A list
+    of strings is read as a command line too (:func:`secret_arguments`): the value
+    after ``--api-key`` in ``run.cli.passthrough`` is a secret wherever it is shown.
     """
     found: dict[str, None] = {}
 
@@ -262,6 +264,10 @@ def find_secret_values(*objs: Any) -> list[str]:
                 elif isinstance(key, str) and is_secret_env(key, marked) and is_secret_value(value):
                     found[str(value)] = None
         elif isinstance(node, (list, tuple)):
+            if node and all(isinstance(item, str) for item in node):
+                for arg in secret_arguments(node):  # NAME=value: the value; --name value: value
+                    if not looks_like_credential(arg):  # (a credential-shaped token is masked anywhere)
+                        found[arg.partition("=")[2] if "=" in arg else arg] = None
             for item in node:
                 walk(item)
 

@@ -59,6 +59,22 @@ def stand_in(bin_dir: Path, name: str, mark: Path, wait: float = 3.0) -> None:
     path.chmod(0o755)
 
 
+def stand_in_once_secrets_exist(bin_dir: Path, name: str, mark: Path, home: Path, wait: float = 30.0) -> None:
+    """``name`` on PATH: the real one, until the job's 0600 secrets file exists under
+    ``home``; from then on (packaging after the secrets were placed) leave ``mark``
+    (naming the file) and wait first."""
+    real = shutil.which(name)
+    assert real, name
+    path = bin_dir / name
+    path.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        found=$(find {home} -name .nemotron-secrets.env -print -quit 2>/dev/null)
+        if [ -n "$found" ]; then echo "$found" > {mark}; sleep {wait}; fi
+        exec {real} "$@"
+    """))
+    path.chmod(0o755)
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path, slurm_cluster) -> dict:
     (tmp_path / "bin").mkdir()
@@ -124,6 +140,28 @@ def test_before_slurm_has_the_job_nothing_is_left(sandbox, sig):
     out, err = signal_when(proc, mark, sig)
     assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err
+    assert_nothing_left(sandbox, before)
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_packaging_after_the_secrets_file_exists_removes_it(sandbox, sig):
+    """The interrupt comes while packaging, once the 0600 secrets file is in the job dir:
+    the file goes with everything else."""
+    mark = sandbox["tmp"] / "git-called-with-secrets"
+    stand_in_once_secrets_exist(sandbox["bin"], "git", mark, sandbox["home"])
+    before = set(our_jobs())
+    proc = start(sandbox, "--batch")
+    out, err = signal_when(proc, mark, sig)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    secret_file = Path(mark.read_text().strip())
+    assert secret_file.name == ".nemotron-secrets.env"
+    assert not secret_file.exists()
+    assert_nothing_left(sandbox, before)
+
+
+def assert_nothing_left(sandbox: dict, before: set[str]) -> None:
+    """No file under the job root, no secrets file anywhere, no new job in Slurm."""
     jobs = sandbox["home"] / "jobs"
     assert not jobs.exists() or not [p for p in jobs.rglob("*") if p.is_file()], list(jobs.rglob("*"))
     assert secrets_files(sandbox["home"]) == []

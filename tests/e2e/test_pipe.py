@@ -58,10 +58,12 @@ def sacct_times(job_id: str) -> tuple[str, str]:
 def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     assert list(ids) == STAGES
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
-    assert f"nemotron jobs logs -f {pipe_id}" in proc.stdout
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
+    assert f"nemotron jobs logs -f {pipe_id}" in proc.stderr
+    chain = json.loads(proc.stdout)  # --batch: stdout is the chain's one JSON line
+    assert chain["pipe_id"] == pipe_id and {s["stage"]: s["job_id"] for s in chain["stages"]} == ids
     # the one command that follows the chain: every stage's log, live, in order
     follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
     assert follow.returncode == 0, follow.stderr[-3000:]
@@ -91,7 +93,8 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
 
     again = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "nothing to submit" in again.stdout
+    assert "nothing to submit" in again.stderr
+    assert [s["job_id"] for s in json.loads(again.stdout)["stages"]] == [None] * len(STAGES)
     assert again.stderr.count("skipped:") == len(STAGES)
 
 
@@ -129,7 +132,7 @@ def test_failing_middle_stage_under_run_exits_with_its_code_and_cancels_its_depe
         (fresh["tmp"] / name).mkdir()
         reg.publish(name, fresh["tmp"] / name)
     proc = nemotron(fresh, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "rl,eval", *no_backend("rl"))
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     fresh["jobs"] += ids.values()
     assert list(ids) == ["rl", "eval"]
     assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -147,10 +150,10 @@ def test_failing_middle_stage_under_batch_cancels_dependants_then_a_rerun_resume
     proc = nemotron(fresh, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--stages", "prep-pretrain:sft",
                     *no_backend("pretrain"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     fresh["jobs"] += ids.values()
     assert list(ids) == stages
-    pipe_id = pipe_id_of(proc.stdout)
+    pipe_id = pipe_id_of(proc.stderr)
     sft = slurm_cluster.wait(ids["sft"], timeout=300)
     assert sft.state == "CANCELLED", sft
     results = {s: slurm_cluster.wait(ids[s], timeout=300) for s in stages}
@@ -171,15 +174,15 @@ def test_failing_middle_stage_under_batch_cancels_dependants_then_a_rerun_resume
     # the rerun (without the fault): the data preps are skipped, pretrain and sft run and complete
     again = nemotron(fresh, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--stages", "prep-pretrain:sft")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    rerun = job_ids(again.stdout)
+    rerun = job_ids(again.stderr)
     fresh["jobs"] += rerun.values()
     assert list(rerun) == ["pretrain", "sft"]
     assert re.search(r"prep-pretrain: skipped", again.stderr) and re.search(r"prep-sft: skipped", again.stderr)
-    follow = nemotron(fresh, "jobs", "logs", "-f", pipe_id_of(again.stdout))
+    follow = nemotron(fresh, "jobs", "logs", "-f", pipe_id_of(again.stderr))
     assert follow.returncode == 0, follow.stderr[-3000:]
     assert {s: slurm_cluster.wait(rerun[s]).state for s in rerun} == {"pretrain": "COMPLETED", "sft": "COMPLETED"}
     reg = ArtifactRegistry(fresh["registry"])
-    assert reg.resolve("nano3-sft-model-tiny:latest").metadata["pipe_id"] == pipe_id_of(again.stdout)
+    assert reg.resolve("nano3-sft-model-tiny:latest").metadata["pipe_id"] == pipe_id_of(again.stderr)
 
 
 def test_jobs_list_status_and_cancel_on_a_real_held_chain(fresh, slurm_cluster):
@@ -189,9 +192,9 @@ def test_jobs_list_status_and_cancel_on_a_real_held_chain(fresh, slurm_cluster):
     proc = nemotron(fresh, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--stages", "prep-pretrain:pretrain",
                     "prep-pretrain.run.env.sbatch_options={begin: now+1hour}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     fresh["jobs"] += ids.values()
-    pipe_id = pipe_id_of(proc.stdout)
+    pipe_id = pipe_id_of(proc.stderr)
 
     listed = nemotron(fresh, "jobs", "list", "--recipe", "nano3")
     assert listed.returncode == 0, listed.stderr
@@ -231,10 +234,11 @@ def test_sbatch_launcher_runs_the_stages_in_one_allocation(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster", "--launcher", "sbatch",
                     "--no-resume", "--stages", "prep-pretrain:pretrain")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ids = job_ids(proc.stdout)
+    ids = job_ids(proc.stderr)
     assert list(ids) == ["prep-pretrain", "pretrain"] and len(set(ids.values())) == 1
     job_id = ids["pretrain"]
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
+    assert json.loads(proc.stdout)["pipe_id"] == pipe_id
     follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
     assert follow.returncode == 0, follow.stderr[-3000:]
     assert re.findall(r"^== (\S+) \(job (\d+)\)", follow.stderr, re.M) == [("prep-pretrain", job_id),
@@ -256,9 +260,9 @@ def test_sbatch_launcher_stops_at_a_failing_stage(home, slurm_cluster):
     assert proc.returncode not in (0, None), proc.stdout[-2000:]
     assert "Traceback" not in proc.stderr
     assert "stage pretrain failed" in proc.stderr, proc.stderr[-2000:]
-    job_id = job_ids(proc.stdout)["pretrain"]
+    job_id = job_ids(proc.stderr)["pretrain"]
     assert slurm_cluster.wait(job_id).state == "FAILED"
-    pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
+    pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
     run_dir = Path(json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())["run_dir"])
     assert (run_dir / "prep-pretrain.rc").read_text().strip() == "0"
     assert (run_dir / "pretrain.rc").read_text().strip() not in ("", "0")

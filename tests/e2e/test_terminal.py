@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import held_profile_env
+from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
@@ -79,8 +79,11 @@ class Terminal:
 
 @pytest.fixture
 def held(tmp_path, slurm_cluster) -> dict:
-    """A profile whose jobs wait in the queue for an hour (BeginTime), on a colour terminal."""
-    env = held_profile_env(tmp_path, slurm_cluster, COLUMNS="160", TERM="xterm-256color")
+    """A profile whose jobs wait in the queue for an hour (BeginTime), with a secret (so
+    each job dir holds a 0600 secrets file until the job starts), on a colour terminal."""
+    env = cli_env(tmp_path, slurm_cluster, 'sbatch_options = { begin = "now+1hour" }\n'
+                  'env_vars = { HF_TOKEN = "hf_terminaltestsecret0123456789" }\n', name="held",
+                  COLUMNS="160", TERM="xterm-256color")
     return {"env": env, "cwd": tmp_path}
 
 
@@ -101,6 +104,8 @@ def test_ctrl_c_prompt_on_a_pending_job(held, answer):
     try:
         job_id = term.read_until(r"Submitted Slurm job (\d+)").group(1)
         term.read_until(rf"job {job_id}: pending \(BeginTime")
+        secrets = list((held["cwd"] / "home").rglob(".nemotron-secrets.env"))
+        assert len(secrets) == 1, secrets  # the pending job's secrets, not yet sourced
         term.type("\x03")  # Ctrl-C, through the terminal's line discipline
         term.read_until(r"\[d/c\]")
         prompt = term.text.splitlines()[-1]
@@ -108,14 +113,17 @@ def test_ctrl_c_prompt_on_a_pending_job(held, answer):
         assert f"Job {job_id} is pending (BeginTime): [d]etach or [c]ancel it?" in term.text, prompt
         term.type(answer + "\r")
         code = term.wait()
-        assert code == 130
+        # the exit code says what happened (docs/cli.md): 4 cancelled, 130 detached
+        assert code == (4 if answer == "c" else 130)
         if answer == "c":
             assert f"Cancelled job {job_id}" in term.text
             assert _sacct_state(job_id) == "CANCELLED"
+            assert not secrets[0].exists()  # the job never ran, so never removed it itself
         else:
             assert f"Detached from job {job_id}; it stays in Slurm (pending (BeginTime))." in term.text
             assert f"squeue -j {job_id}" in term.text and f"scancel {job_id}" in term.text
             assert _sacct_state(job_id) == "PENDING"
+            assert secrets[0].exists()  # the job will still start and source it
     finally:
         if job_id:
             subprocess.run(["scancel", job_id], capture_output=True)

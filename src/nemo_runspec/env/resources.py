@@ -9,7 +9,7 @@
 - In the merged run environment (recipe YAML or command line)
   ``nproc_per_node`` names torchrun's processes per node; a ``gpus_per_node``
   given on the command line wins over an ``nproc_per_node`` from a lower layer
-  (:func:`drop_shadowed_alias`).
+  (:func:`drop_shadowed_alias`), unless it is 0 (a CPU cluster keeps its count).
 - torchrun starts :func:`torchrun_processes` workers per node: ``nproc_per_node``,
   else ``gpus_per_node`` when it is above 0, else ``ntasks_per_node``, else 1.
 """
@@ -47,9 +47,15 @@ def fold_profile_alias(layer: dict[str, Any], *, profile: str, path: Any = None,
 
 def drop_shadowed_alias(env: MutableMapping[str, Any], sources: Mapping[str, str],
                         winner: str) -> None:
-    """Drop ``nproc_per_node`` when ``gpus_per_node`` came from the ``winner`` layer and it did not."""
+    """Drop ``nproc_per_node`` when ``gpus_per_node`` came from the ``winner`` layer and it did not.
+
+    Kept when the winning ``gpus_per_node`` is 0: on a CPU cluster ``nproc_per_node`` is
+    the process count, not a GPU alias (docs/execution.md), so ``run.env.gpus_per_node=0``
+    on a profile with ``nproc_per_node = 2`` still starts 2 processes per node.
+    """
     if ("nproc_per_node" in env and "gpus_per_node" in env
-            and sources.get("gpus_per_node") == winner and sources.get("nproc_per_node") != winner):
+            and sources.get("gpus_per_node") == winner and sources.get("nproc_per_node") != winner
+            and str(env["gpus_per_node"]).strip() not in ("0", "0.0")):
         del env["nproc_per_node"]
 
 

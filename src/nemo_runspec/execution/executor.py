@@ -36,7 +36,7 @@ from nemo_runspec.execution.settings import (
     profile_values,
     resolve_resources,
 )
-from nemo_runspec.secrets import is_secret_name
+from nemo_runspec.secrets import is_secret_env, marked_names
 
 DEFAULT_TIME = "04:00:00"
 DEFAULT_JOB_NAME_PREFIX = "nemotron-"
@@ -103,8 +103,9 @@ def create_executor(
 
     values = profile_values(env, validate=True)
     env_vars = dict(env_vars or {})
+    marked = marked_names(values)  # the profile's secret_env_vars / public_env_vars, as everywhere
     for name in env_vars:
-        if is_secret_name(name):
+        if is_secret_env(name, marked):
             raise ExecutionError(
                 f"secret {name} passed in env_vars, which the job script would show",
                 hint="split them off: plain, secrets = build_env_vars(job_config, env, split=True); "

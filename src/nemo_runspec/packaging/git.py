@@ -37,11 +37,33 @@ def run_git(args: list[str], cwd: str | Path, *, check: bool = True, env: dict[s
         raise PackagingError("git is not installed", hint="install git or use packager = \"pattern\"") from e
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
+        _refuse_unhashable(msg, cwd)
         raise PackagingError(
             f"git {' '.join(args[:2])} failed: {msg[-1] if msg else 'exit ' + str(proc.returncode)}",
             path=str(cwd),
         )
     return proc.stdout
+
+
+def _refuse_unhashable(stderr_lines: list[str], cwd: str | Path) -> None:
+    """git's ``cannot hash <path>`` (``git diff HEAD`` on a tracked file that is now a
+    FIFO, socket or device): name the file and what it is, as every packager does."""
+    import re
+    import stat
+
+    for line in stderr_lines:
+        m = re.search(r"cannot hash (.+?)\s*$", line)
+        if not m:
+            continue
+        path = Path(cwd) / m.group(1)
+        try:
+            mode = path.lstat().st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            from nemo_runspec.packaging._archive import raise_not_regular
+
+            raise_not_regular([(str(path), mode)])
 
 
 def find_repo_root(path: str | Path) -> Path | None:

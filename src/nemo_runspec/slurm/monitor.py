@@ -1,8 +1,10 @@
 """Follow a submitted job: queue state, then its log, then its exit code from sacct.
 
 Ctrl-C asks (on a terminal) whether to detach or cancel; without a terminal it
-detaches. Either way the job is marked interrupted, so the command exits 130
-(:attr:`SubmittedJob.returncode`); detaching prints how to follow the job.
+detaches. Either way the job is marked interrupted (:attr:`SubmittedJob.returncode`):
+detaching prints how to follow the job and exits ``128 + signal`` (130 for Ctrl-C);
+cancelling runs ``scancel``, removes the job's secrets file (a job that never started
+never sourced it) and exits :data:`~nemo_runspec.slurm.prepared.CANCELLED_EXIT` (4).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.secrets import redact_text
-from nemo_runspec.slurm.prepared import SubmittedJob
+from nemo_runspec.slurm.prepared import CANCELLED_EXIT, SubmittedJob
 from nemo_runspec.slurm.queue import (
     NEVER_STARTS,
     exit_code_from_sacct,
@@ -51,7 +53,7 @@ def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
 
 def detach(sub: SubmittedJob, console: Any) -> None:
     """Stop following ``sub`` after Ctrl-C: say that it keeps running and how to
-    follow or cancel it, and mark it interrupted (the command exits 130)."""
+    follow or cancel it, and mark it interrupted (the command exits ``128 + signal``)."""
     from rich.markup import escape
 
     sub.interrupted = True
@@ -66,7 +68,8 @@ def follow(
     on_interrupt: Callable[[SubmittedJob], str] | None = None,
 ) -> int | None:
     """Follow a submitted job to its end; returns (and stores) its exit code,
-    or None when the user detached (Ctrl-C; ``sub.interrupted`` is then set).
+    :data:`CANCELLED_EXIT` when Ctrl-C cancelled it, or None when the user detached
+    (``sub.interrupted`` is set either way).
 
     ``on_interrupt(sub)`` decides what Ctrl-C does (``"detach"`` or ``"cancel"``);
     the default asks on a terminal and detaches without one.
@@ -87,10 +90,18 @@ def follow(
         ask = on_interrupt or (_ask_detach_or_cancel if sub.interrupt_code == 130 else (lambda s: "detach"))
         action = ask(sub)
         if action == "cancel":
-            remote.run(f"scancel {sub.job_id}")
+            from rich.markup import escape
+
+            rc, _, err = remote.run(f"scancel {sub.job_id}")
+            if rc != 0:  # not cancelled: it may still run, so it keeps its secrets; say how to reach it
+                console.print(f"[red]Could not cancel job {sub.job_id}: {escape(' '.join(err.split()))}[/]",
+                              highlight=False)
+                detach(sub, console)
+                return None
+            remove_secrets(sub.prepared)  # a job that never started never sourced (and removed) it
             console.print(f"[yellow]Cancelled job {sub.job_id}[/]", highlight=False)
-            sub.state, sub.exit_code, sub.interrupted = "CANCELLED", sub.interrupt_code, True
-            return sub.interrupt_code
+            sub.state, sub.exit_code, sub.interrupted = "CANCELLED", CANCELLED_EXIT, True
+            return CANCELLED_EXIT
         detach(sub, console)
         return None
 

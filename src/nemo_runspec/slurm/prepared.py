@@ -134,6 +134,11 @@ class PreparedJob:
         return os.path.join(self.remote_exp_dir, f"{self.name}_sbatch.sh")
 
 
+#: exit status of ``--run`` when Ctrl-C's prompt was answered ``c``: the job was cancelled
+#: (a detach exits ``128 + signal``, 130 for Ctrl-C, and the job stays in Slurm); docs/cli.md
+CANCELLED_EXIT = 4
+
+
 @dataclass
 class SubmittedJob:
     """A submitted job. ``exit_code`` is set when followed to the end (None if detached);
@@ -154,13 +159,15 @@ class SubmittedJob:
     nodes: str = ""
     #: the Slurm job importing the container image first (nemo_runspec.squash), if any
     squash_job_id: str | None = None
-    #: exit status after an interrupt: 130 for Ctrl-C, 128+N for SIGTERM/SIGHUP
+    #: exit status after an interrupt that detached: 130 for Ctrl-C, 128+N for SIGTERM/SIGHUP
+    #: (:data:`CANCELLED_EXIT` once the interrupt cancelled the job)
     interrupt_code: int = 130
 
     @property
     def returncode(self) -> int:
         """The command's exit status: the job's exit code when followed to the end,
-        130 when Ctrl-C detached from it (or cancelled it), else 0 (``--batch``)."""
+        ``128 + signal`` (130 for Ctrl-C) when an interrupt detached from it,
+        :data:`CANCELLED_EXIT` when it cancelled it, else 0 (``--batch``)."""
         if self.exit_code is not None:
             return self.exit_code
         return self.interrupt_code if self.interrupted else 0

@@ -39,7 +39,7 @@ def _slurm_message(stderr: str) -> str:
     return re.sub(r"^sbatch:\s*", "", msg)
 
 
-def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
+def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool = True) -> SubmittedJob:
     """Package, upload and ``sbatch`` the job; return as soon as Slurm accepted it.
 
     With ``schedule`` false everything but the ``sbatch`` call is done (code,
@@ -47,6 +47,12 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
     ``job_id == ""``: the sbatch launcher (:mod:`nemo_runspec.pipeline_sbatch`)
     runs such staged scripts one after another in a single allocation and calls
     :func:`remove_staged` for them when its own submission fails.
+
+    An interrupt right after Slurm accepted the job re-raises with the job id in
+    ``exc.accepted_job_id``; with ``announce`` (a job on its own) the job's JSON
+    record goes to stdout and how to follow or cancel it to stderr. A caller that
+    decides the job's fate itself (a pipeline cancels its whole chain) passes
+    ``announce=False`` and says what happened.
     """
     from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
@@ -111,13 +117,15 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True) -> SubmittedJob:
                                    log_path=log, sbatch_log_path=sbatch_log, sbatch_path=job.sbatch_path,
                                    squash_job_id=squash_job)
                 record_submission(sub)
-                print(json.dumps(submission_record(sub)), flush=True)
+                if announce:
+                    print(json.dumps(submission_record(sub)), flush=True)
             except Exception:  # noqa: BLE001 - never hide the interrupt; the line below still names the job
                 pass
             finally:
-                print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
-                      f"nemotron jobs logs -f {accepted} follows it, nemotron jobs cancel {accepted} "
-                      f"cancels it (or squeue -j {accepted}, scancel {accepted})", file=sys.stderr, flush=True)
+                if announce:
+                    print(f"interrupted after Slurm accepted job {accepted} ({job.name}); it stays queued: "
+                          f"nemotron jobs logs -f {accepted} follows it, nemotron jobs cancel {accepted} "
+                          f"cancels it (or squeue -j {accepted}, scancel {accepted})", file=sys.stderr, flush=True)
             raise
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -237,10 +245,13 @@ def _submission_error(job: PreparedJob, exc: BaseException) -> ExecutionError:
                 f"Slurm rejected job {job.name}: {_slurm_message(output)}",
                 hint="check partition/account/time in the env.toml profile",
             )
+        remote = job.tunnel_kind != "local" and not re.match(r"\s*(tar|rsync|git)\b", command)
+        on = f" on {job.values.get('host')}" if remote else ""  # a command the tunnel ran there
         return ExecutionError(
             f"preparing job {job.name} failed before submission: `{_short(command)}` "
-            f"exited {getattr(result, 'exited', '?')}: {_command_message(output)}",
-            hint=_disk_hint(output, job) or "nothing was submitted; fix the cause and run again",
+            f"exited {getattr(result, 'exited', '?')}{on}: {_command_message(output)}",
+            hint=_disk_hint(output, job) or (_remote_dir_hint(command, job) if remote else None)
+            or "nothing was submitted; fix the cause and run again",
         )
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
@@ -260,6 +271,15 @@ def _command_message(output: str) -> str:
 
 def _short(command: str, limit: int = 120) -> str:
     return command if len(command) <= limit else command[: limit - 3] + "..."
+
+
+def _remote_dir_hint(command: str, job: PreparedJob) -> str | None:
+    """What to check when a ``mkdir`` on the cluster failed."""
+    if not re.match(r"\s*mkdir\b", command):
+        return None
+    key = "remote_job_dir" if job.values.get("remote_job_dir") else "job_dir"
+    return (f"nothing was submitted; check that {key} in the env.toml profile is a directory "
+            f"you can write on {job.values.get('host')}")
 
 
 def _disk_hint(message: str, job: PreparedJob) -> str | None:

@@ -157,7 +157,7 @@ class DataPrepSettings(_Strict):
     max_record_bytes: int = Field(MAX_RECORD_BYTES, ge=1, description="a record (JSONL line, Parquet row) over "
                                                                       "this many bytes is bad (too_large), "
                                                                       "never loaded", examples=[8388608])
-    min_records: int = Field(1, ge=1, description="fail when fewer records than this make it into the output "
+    min_records: int = Field(10, ge=1, description="fail when fewer records than this make it into the output "
                                                   "(an empty or near-empty result)", examples=[1000])
     allow_empty: bool = Field(False, description="accept and publish an empty result (no records, or an empty "
                                                  "train split) instead of failing", examples=[True])

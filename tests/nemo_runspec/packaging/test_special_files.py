@@ -71,3 +71,14 @@ def test_git_packager_refuses_an_extra_file_that_is_a_fifo(tmp_path):
     make_special(repo / "README.md", "fifo")
     with pytest.raises(PackagingError, match=r"README\.md \(FIFO\)"):
         package_git(repo, tmp_path / "out.tar.gz", include_pattern=["README.md"])
+
+
+def test_git_packager_without_the_uncommitted_check_names_a_tracked_fifo(tmp_path):
+    """check_uncommitted = false ships the committed tree and diffs the rest: git's own
+    "cannot hash README.md" becomes the packagers' one line saying what the file is."""
+    repo = make_repo(tmp_path / "r")
+    make_special(repo / "README.md", "fifo")  # tracked as a regular file, now a FIFO
+    with pytest.raises(PackagingError) as err:
+        package_git(repo, tmp_path / "out.tar.gz", check_uncommitted=False)
+    assert f"{repo / 'README.md'} (FIFO)" in str(err.value) and "regular files" in str(err.value)
+    assert "\n" not in str(err.value)

@@ -47,3 +47,46 @@ def test_interrupt_keeps_files_only_when_slurm_has_the_job(tmp_path, monkeypatch
         assert "Slurm accepted job 4242" in capsys.readouterr().err
     else:
         assert not job.local_exp_dir.exists()
+
+
+def test_a_failed_mkdir_on_the_cluster_says_what_failed_where(tmp_path, monkeypatch):
+    """Over SSH the job dir is made on the login node first; when that `mkdir` fails the
+    error names the command, the host and the reason, never "Slurm rejected job"."""
+    from invoke.exceptions import UnexpectedExit
+    from invoke.runners import Result
+
+    from nemo_runspec.errors import ExecutionError, SubmissionError
+    from nemo_runspec.slurm.prepared import PreparedJob
+
+    ran: list[str] = []
+
+    class Session:  # the stand-in SSH connection: mkdir is refused, as on a read-only job_dir
+        def run(self, cmd, **kw):
+            ran.append(cmd)
+            raise UnexpectedExit(Result(command=cmd, exited=1, stdout="",
+                                        stderr="mkdir: cannot create directory '/shared/jobs': Permission denied\n"))
+
+    class Tunnel:
+        session = Session()
+
+        def connect(self):
+            pass
+
+        def cleanup(self):
+            pass
+
+    monkeypatch.setattr("nemo_runspec.execution.tunnels.build_tunnel", lambda values, base_dir=None: Tunnel())
+    monkeypatch.setattr("nemo_runspec.execution.tunnels.probe_tunnel", lambda v: None)
+    job = PreparedJob(name="demo", title="demo", exp_id="demo_1", base_dir=tmp_path, executor=NS(),
+                      script="main.py", args=[], values={"executor": "slurm", "tunnel": "ssh", "host": "login1",
+                                                         "job_dir": "/shared/jobs"},
+                      secrets={"HF_TOKEN": "hf_mkdirtestsecret0123456789abcdef"}, mode="batch")
+    with pytest.raises(ExecutionError) as info:
+        submission.submit_detached(job)
+    err = info.value
+    assert not isinstance(err, SubmissionError) and "Slurm rejected" not in str(err)
+    text = str(err)
+    assert ran and ran[0].startswith("mkdir -p -m 700 ") and "`mkdir -p -m 700 /shared/jobs/" in text, text
+    assert "on login1" in text and "Permission denied" in text, text
+    assert "job_dir" in (err.hint or "") and "login1" in (err.hint or ""), err.hint
+    assert not job.local_exp_dir.exists()  # nothing left here either

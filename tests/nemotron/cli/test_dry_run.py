@@ -154,3 +154,23 @@ def test_local_run_failure_is_the_scripts_exit_code(sandbox):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "NEMOTRON_T_ABSENT is not set" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("override", [[], ["run.env.gpus_per_node=0"]], ids=["profile", "override"])
+def test_cpu_profile_keeps_its_process_count(sandbox, override):
+    """docs/execution.md: on a CPU cluster (gpus_per_node = 0) torchrun starts nproc_per_node
+    processes per node, whether the 0 comes from the profile or from run.env.gpus_per_node=0."""
+    sandbox["env_toml"].write_text(sandbox["env_toml"].read_text() + textwrap.dedent("""
+        [cpu]
+        extends = "base"
+        container_image = ""
+        gpus_per_node = 0
+        nproc_per_node = 2
+    """))
+    env = dict(sandbox["env"], NEMOTRON_ENV_FILE=str(sandbox["env_toml"]), COLUMNS="400")
+    proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--batch", "cpu", "--dry-run", *override],
+                          cwd=sandbox["cwd"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    script = proc.stdout[proc.stdout.index("#!/bin/bash"):]
+    assert "--nproc-per-node 2 " in script, script[-1500:]
+    assert "--gpus-per-node" not in script and "gres=gpu" not in script

@@ -54,3 +54,29 @@ def test_the_local_dry_run_masks_it(sandbox):
     assert proc.returncode == 0, proc.stderr
     assert SECRET not in proc.stdout + proc.stderr
     assert "HF_TOKEN=***REDACTED***" in proc.stdout and "--seed 3" in proc.stdout
+
+
+TWO_WORD = [["--api-key", SECRET], ["--password", SECRET]]
+
+
+@pytest.mark.parametrize("args", TWO_WORD)
+def test_the_local_dry_run_masks_a_two_word_secret_everywhere(sandbox, args):
+    """Header ("script args"), job config and the "Local command" line: nowhere in clear."""
+    proc = nemotron(sandbox, "nano3", "data", "prep", "pretrain", "-c", "tiny", "--dry-run",
+                    "--", *args, "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert SECRET not in proc.stdout + proc.stderr
+    assert f"{args[0]} ***REDACTED***" in proc.stdout and "--seed 3" in proc.stdout
+
+
+@pytest.mark.parametrize("args", TWO_WORD)
+def test_a_local_run_never_saves_a_two_word_secret(sandbox, args):
+    """The job dir a local run stages (job.yaml, train.yaml) holds no secret argument.
+    (The script still receives it: preflight's own argparse refuses it, which is its output.)"""
+    proc = nemotron(sandbox, "kit", "preflight", "--", "--timeout", "60", *args)
+    saved = list((sandbox["cwd"] / "home").rglob("job.yaml"))
+    assert len(saved) == 1, proc.stdout + proc.stderr
+    for path in saved[0].parent.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+    assert "***REDACTED***" in saved[0].read_text()  # the passthrough list keeps its place

@@ -47,3 +47,29 @@ def test_marked_names_win_over_the_name_rule(tmp_path):
     bad.write_text('[p]\nexecutor = "slurm"\nsecret_env_vars = ["1BAD"]\n')
     check = nemotron("env", "check", "--env-file", str(bad))
     assert check.returncode != 0 and "secret_env_vars" in check.stdout + check.stderr
+
+
+def test_public_mark_on_a_secret_looking_name_lets_slurm_jobs_build(tmp_path):
+    """public_env_vars = ["HF_TOKEN"] (a name the rule calls secret) is exported plain in
+    the sbatch script of a dry run; the executor follows the same marks as the rest."""
+    env_toml = tmp_path / "env.toml"
+    env_toml.write_text(textwrap.dedent("""
+        [p]
+        executor = "slurm"
+        account = "acct"
+        partition = "debug"
+        container_image = ""
+        gpus_per_node = 0
+        env_vars = { HF_TOKEN = "hfpublicmirror", MAX_TOKEN = "4096" }
+        public_env_vars = ["HF_TOKEN"]
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(env_toml), COLUMNS="250", TERM="dumb")
+    dry = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "--batch", "p",
+                          "--dry-run"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    shown = dry.stdout + dry.stderr
+    script = shown[shown.index("#!/bin/bash"):]
+    assert "export HF_TOKEN=hfpublicmirror" in script
+    assert "secret HF_TOKEN" not in shown

@@ -302,9 +302,23 @@ def test_a_near_empty_result_fails(kind, tmp_path, tok_dir):
     with pytest.raises(ExecutionError, match="min_records"):
         RUN[kind](cfg_for(kind, src, tmp_path / "a", tok_dir, min_records=50, publish={"name": NAME}))
     with pytest.raises(ExecutionError, match="train split is empty"):  # everything went to the other splits
-        RUN[kind](cfg_for(kind, src, tmp_path / "b", tok_dir, split="0,1", publish={"name": NAME}))
+        RUN[kind](cfg_for(kind, src, tmp_path / "b", tok_dir, split="0,1", min_records=1, publish={"name": NAME}))
     assert get_registry().list() == []
     RUN[kind](cfg_for(kind, src, tmp_path / "c", tok_dir, split="0,1", allow_empty=True, publish={"name": NAME}))
+    assert get_registry().resolve(f"{NAME}:latest").version == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_default_calls_fewer_than_10_records_near_empty(kind, tmp_path, tok_dir):
+    """docs/data-prep.md "Empty results": without min_records, 9 records are an error
+    (nothing published), 10 are a dataset."""
+    train_only = "1,0" if kind == "rl" else "1,0,0"
+    nine = write_records(tmp_path / "nine.jsonl", kind, 9)
+    with pytest.raises(ExecutionError, match=r"only 9 records .*\(min_records 10\)"):
+        RUN[kind](cfg_for(kind, nine, tmp_path / "a", tok_dir, split=train_only, publish={"name": NAME}))
+    assert get_registry().list() == []
+    ten = write_records(tmp_path / "ten.jsonl", kind, 10)
+    RUN[kind](cfg_for(kind, ten, tmp_path / "b", tok_dir, split=train_only, publish={"name": NAME}))
     assert get_registry().resolve(f"{NAME}:latest").version == 1
 
 

@@ -120,6 +120,60 @@ def test_two_process_ddp_ranks_agree(tmp_path, env):
     assert re.search(r"rank 0 param sha256 ([0-9a-f]{64})", single.stdout).group(1) != hashes["0"]
 
 
+RANK1_DELAY_HOOK = """
+# Test hook (sitecustomize): rank 1 of a torchrun job computes its parameter digest
+# RANK1_DELAY seconds late, so its "param sha256" line would come after rank 0's
+# "final loss" line unless the trainer waits for every rank before its last line.
+import importlib.abc, importlib.util, os, sys, time
+
+class _Delay(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "nemotron.training.loop":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            digest = module.param_digest
+
+            def late(model):
+                time.sleep(float(os.environ["RANK1_DELAY"]))
+                return digest(model)
+
+            module.param_digest = late
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+if os.environ.get("RANK") == "1" and os.environ.get("RANK1_DELAY"):
+    sys.meta_path.insert(0, _Delay())
+"""
+
+
+def test_local_nproc_2_rank_1_lines_come_before_rank_0s_final_line_even_when_rank_1_is_late(tmp_path, env):
+    """docs/training.md "Output": with run.env.local_nproc=2 (the CPU fallback, two processes
+    through torch.distributed.run) every rank's digest line precedes rank 0's final line,
+    deterministically: rank 1 is held back 3 s and still comes first."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(RANK1_DELAY_HOOK)
+    e = dict(env, RANK1_DELAY="3", PYTHONPATH=os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")])),
+             CUDA_VISIBLE_DEVICES="")
+    nemotron = Path(sys.executable).with_name("nemotron")
+    (tmp_path / "job").mkdir()
+    p = subprocess.run([str(nemotron), "nano3", "pretrain", "-c", "tiny", "run.env.local_nproc=2",
+                        "fallback.max_steps=4", "fallback.save_interval=0"], cwd=tmp_path / "job", env=e,
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "world 2" in p.stdout, p.stdout[-3000:]
+    lines = p.stdout.splitlines()
+    rank1 = next(i for i, ln in enumerate(lines) if "rank 1 param sha256" in ln)
+    final = next(i for i, ln in enumerate(lines) if "] final loss " in ln)
+    assert rank1 < final, p.stdout[-3000:]
+
+
 def test_resume_continues_step_counter(tmp_path, env):
     job = tmp_path / "job"
     first = run("pretrain", job, env, "fallback.max_steps=10", "fallback.save_interval=0")

@@ -9,6 +9,7 @@ chain through nemo-run. See docs/pipelines.md.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import typer
@@ -130,11 +131,14 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
         return show_pipeline(plans, prepared)
     if plans[0].job.is_local:
         return pipeline.run_local(plans)
+    attached = all(p.job.attached for p in plans)  # --run, unless the profile says detach = true
     if all(p.skip for p in plans):
         for line in pipeline.graph_lines(plans):
             typer.echo(line, err=True)
-        print("nothing to submit: every stage's output was made from the same config and inputs "
-              "(--no-resume runs them again)")
+        typer.echo("nothing to submit: every stage's output was made from the same config and inputs "
+                   "(--no-resume runs them again)", err=True)
+        if not attached:  # --batch: stdout is always the chain's one JSON line
+            print(json.dumps(pipeline.chain_record(pipeline.PipeSubmission("", list(plans)))), flush=True)
         return 0
     # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain,
     # or (--launcher sbatch) into one allocation that runs them in order.
@@ -144,8 +148,11 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
         sub = submit_allocation(plans, build_packager=packaging.build_packager)
     else:
         sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
-    print(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()))
-    if all(p.job.attached for p in plans):  # --run, unless the profile says detach = true
+    # stdout is for scripts: --run streams the stages' logs there, --batch prints one JSON line
+    typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)
+    if attached:
         return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
-    print(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id})")
+    typer.echo(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id}, "
+               f"cancel: nemotron jobs cancel {sub.pipe_id})", err=True)
+    print(json.dumps(pipeline.chain_record(sub)), flush=True)
     return 0
