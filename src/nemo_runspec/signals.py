@@ -50,10 +50,17 @@ def install() -> None:
         signal.signal(sig, _raise)
 
 
-def received() -> int | None:
-    """The last stop signal this process got since :func:`install`, if any (a framework
-    that turns KeyboardInterrupt into an exit code, as Typer does, loses which it was)."""
-    return _RECEIVED[-1] if _RECEIVED else None
+def received(since: int = 0) -> int | None:
+    """The last stop signal this process got since :func:`install` (or since ``since``, a
+    :func:`mark`), if any (a framework that turns KeyboardInterrupt into an exit code, as
+    Typer does, loses which it was)."""
+    return _RECEIVED[-1] if len(_RECEIVED) > since else None
+
+
+def mark() -> int:
+    """A point to ask :func:`received` from: signals before it (an earlier, handled
+    interrupt of a long-lived process) do not count."""
+    return len(_RECEIVED)
 
 
 def exit_code(exc: BaseException) -> int:

@@ -60,7 +60,9 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
 
     lean()
     from nemo_runspec.run import quiet_nemo_run
+    from nemo_runspec.signals import mark
 
+    since = mark()  # only a signal during this submission makes a failure an interrupt
     probe_tunnel(job.values)
     executor = job.executor
     with quiet_nemo_run():  # before anything is created: a job its partition can never run
@@ -132,7 +134,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
             raise
         from nemo_runspec.signals import Interrupted, received
 
-        if (sig := received()) is not None:
+        if (sig := received(since)) is not None:
             # the signal reached a child (rsync, tar, ssh) first and invoke swallowed ours:
             # it is still an interrupt, not a failure to report
             raise Interrupted(sig) from None

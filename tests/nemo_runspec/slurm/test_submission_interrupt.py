@@ -49,9 +49,17 @@ def test_interrupt_keeps_files_only_when_slurm_has_the_job(tmp_path, monkeypatch
         assert not job.local_exp_dir.exists()
 
 
-def test_a_failed_mkdir_on_the_cluster_says_what_failed_where(tmp_path, monkeypatch):
+@pytest.mark.parametrize("earlier_interrupt", [False, True])
+def test_a_failed_mkdir_on_the_cluster_says_what_failed_where(tmp_path, monkeypatch, earlier_interrupt):
     """Over SSH the job dir is made on the login node first; when that `mkdir` fails the
-    error names the command, the host and the reason, never "Slurm rejected job"."""
+    error names the command, the host and the reason, never "Slurm rejected job".
+    ``earlier_interrupt``: a Ctrl-C this (long-lived) process handled before the submission
+    does not make the failure an interrupt."""
+    import signal
+
+    from nemo_runspec import signals
+
+    monkeypatch.setattr(signals, "_RECEIVED", [signal.SIGINT] if earlier_interrupt else [])
     from invoke.exceptions import UnexpectedExit
     from invoke.runners import Result
 
