@@ -13,7 +13,11 @@ never into src/); the results read back from mutmut's .meta files. Each run is c
 
 Survivors that cannot be killed (equivalent mutants) are listed, each with the reason,
 in docs/dev/mutation-equivalents.toml; a survivor listed neither there nor killed is
-"unexplained" and the script exits 1. The diff of every survivor is written to
+"unexplained" and the script exits 1. It also exits 1 when a listed equivalent of a
+module it ran is not among that run's survivors: the function moved ("no such mutant")
+or changed, and mutmut numbers mutants per function, so the name may now belong to
+another mutant. Each entry records the git commit it was run at (and which of its files
+differed from that commit). The diff of every survivor is written to
 .mutmut/<module>/survivors.diff. docs/dev/mutation.md explains the scores.
 """
 
@@ -57,11 +61,13 @@ class Module:
 
 MODULES: dict[str, Module] = {
     "runspec": Module(
-        ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py"),
+        # _toml_lines.py: the key -> line map and deepest_line that runspec blocks and
+        # env.toml errors both point with.
+        ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py", "src/nemo_runspec/_toml_lines.py"),
         # Not test_runspec_property.py: Hypothesis shrinks every failure it finds, which
         # takes seconds per killed mutant; the deterministic tests must state the rules.
         ("tests/nemo_runspec/test_runspec_parser.py", "tests/nemo_runspec/test_runspec_mutants.py",
-         "tests/nemo_runspec/test_runspec_errors_mutants.py"),
+         "tests/nemo_runspec/test_runspec_errors_mutants.py", "tests/nemo_runspec/test_toml_lines.py"),
     ),
     "env": Module(
         ("src/nemo_runspec/env/file.py", "src/nemo_runspec/env/profile.py"),
@@ -193,6 +199,27 @@ def _results(work: Path, module: Module) -> dict[str, str]:
     return statuses
 
 
+def _dotted(path: str) -> str:
+    """src/nemo_runspec/env/file.py -> nemo_runspec.env.file (the prefix of its mutant names)."""
+    return path.removeprefix("src/").removesuffix(".py").replace("/", ".")
+
+
+def _listed_for(module: Module, equivalents: dict[str, str]) -> list[str]:
+    """The equivalents listed for mutants of this module's files."""
+    prefixes = tuple(_dotted(p) + "." for p in module.mutate)
+    return sorted(k for k in equivalents if k.startswith(prefixes))
+
+
+def _git_state(module: Module) -> dict[str, object]:
+    """The commit the run was made at, and whether the module's files differed from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    dirty = git("status", "--porcelain", "--", *module.mutate, *module.tests)
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty_files": sorted(line[3:] for line in dirty.splitlines())}
+
+
 def _write_survivor_diffs(work: Path, survivors: list[str]) -> None:
     with (work / "survivors.diff").open("w") as out:
         for name in survivors:
@@ -255,6 +282,11 @@ def main() -> int:
         not_killed = sorted(k for k, s in statuses.items() if s not in _DETECTED)
         equivalent = [k for k in not_killed if k in equivalents]
         unexplained = [k for k in not_killed if k not in equivalents]
+        # A listed equivalent that is no survivor of this run names nothing (its function
+        # moved or was removed: "dangling") or, worse, another mutant (the function changed
+        # and mutmut renumbered its mutants; the mutant now behind that name was killed).
+        # Either way the list no longer describes the code: fix it before trusting a score.
+        stale = [k for k in _listed_for(module, equivalents) if k not in not_killed]
         if rc == 0 and not args.report:
             _write_survivor_diffs(work, not_killed)
         total = len(statuses)
@@ -265,6 +297,7 @@ def main() -> int:
             "mutate": list(module.mutate),
             "tests": [t for t in module.tests if (ROOT / t).exists()],
             "date": (last.get("date") if args.report else None) or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **({k: last.get(k) for k in ("commit", "dirty_files")} if args.report else _git_state(module)),
             "seconds": round(seconds, 1),
             "completed": rc == 0,
             "mutants": total,
@@ -272,14 +305,15 @@ def main() -> int:
             "killed": killed,
             "equivalent": equivalent,
             "unexplained_survivors": unexplained,
+            "stale_equivalents": {k: ("killed" if k in statuses else "no such mutant") for k in stale},
             "score": round(killed / denominator, 4) if denominator else None,
             "raw_score": round(killed / total, 4) if total else None,
         }
         on_disk = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         previous = on_disk.get("modules", {}).get(name, {})
         if args.baseline:
-            summary = {k: entry[k] for k in ("command", "tests", "date", "completed", "mutants", "counts",
-                                             "killed", "raw_score")}
+            summary = {k: entry[k] for k in ("command", "tests", "date", "commit", "dirty_files", "completed",
+                                             "mutants", "counts", "killed", "raw_score")}
             summary["command"] += " --baseline"
             entry = {**previous, "before": summary}
         elif "before" in previous:
@@ -287,7 +321,10 @@ def main() -> int:
         print(f"   {killed}/{total} killed, {len(equivalent)} equivalent, "
               f"{len(unexplained)} unexplained; {seconds:.0f}s; rc={rc}; "
               f"survivors: {work / 'survivors.diff'}", flush=True)
-        failed = failed or rc != 0 or bool(unexplained)
+        for key, why in entry["stale_equivalents"].items():  # type: ignore[union-attr]
+            print(f"   stale entry in {EQUIVALENTS.relative_to(ROOT)}: {key} ({why})", file=sys.stderr)
+        # The equivalents are only checked against a full run (the baseline's survivors differ).
+        failed = failed or rc != 0 or bool(unexplained) or (bool(stale) and not args.baseline)
         # Re-read before writing: another run may have updated other modules meanwhile.
         current = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         current.update(report)
