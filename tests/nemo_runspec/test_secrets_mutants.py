@@ -4,7 +4,9 @@ unstated (docs/dev/mutation.md). Each test names the rule it pins."""
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.secret_file import (
     render_secret_file,
+    upload_command,
     upload_secret_file,
     write_secret_file,
 )
@@ -138,49 +141,112 @@ def test_written_file_is_0600_from_creation(tmp_path: Path, monkeypatch: pytest.
     assert path.read_text() == "HF_TOKEN=v\n"
 
 
-class _LocalSFTP:
-    """paramiko ``SFTPClient``'s open/chmod on the local disk; records the mode of the
-    file at every write, so the order chmod-then-write is observable."""
+class _LocalTransport:
+    """paramiko ``Transport.open_session()`` whose channel runs the command with the local
+    ``sh`` (what sshd does with an exec request): the shell command itself is what the
+    tests below exercise, not a copy of it."""
 
     def __init__(self) -> None:
-        self.modes_at_write: list[int] = []
+        self.commands: list[str] = []
 
-    def open(self, path: str, mode: str = "r") -> _LocalSFTPFile:
-        if mode not in ("r", "w", "a"):
-            raise OSError(f"bad mode {mode!r}")
-        return _LocalSFTPFile(self, path, mode)
-
-    def chmod(self, path: str, mode: int) -> None:
-        os.chmod(path, mode)
+    def open_session(self) -> _LocalChannel:
+        return _LocalChannel(self)
 
 
-class _LocalSFTPFile:
-    def __init__(self, sftp: _LocalSFTP, path: str, mode: str) -> None:
-        self._sftp, self._path = sftp, path
-        self._f = open(path, mode + "b")  # noqa: SIM115 - closed in __exit__
+class _LocalChannel:
+    def __init__(self, transport: _LocalTransport) -> None:
+        self._transport = transport
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.closed = False
 
-    def __enter__(self) -> _LocalSFTPFile:
-        return self
+    def exec_command(self, command: str) -> None:
+        self._transport.commands.append(command)
+        self._proc = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()
+    def sendall(self, data: bytes) -> None:
+        assert self._proc and self._proc.stdin
+        self._proc.stdin.write(data)
 
-    def chmod(self, mode: int) -> None:
-        os.chmod(self._path, mode)
+    def shutdown_write(self) -> None:
+        assert self._proc and self._proc.stdin
+        self._proc.stdin.close()
 
-    def write(self, data: bytes) -> None:
-        self._sftp.modes_at_write.append(stat.S_IMODE(os.stat(self._path).st_mode))
-        self._f.write(data)
+    def makefile_stderr(self, mode: str) -> Any:
+        assert self._proc
+        return self._proc.stderr
+
+    def recv_exit_status(self) -> int:
+        assert self._proc
+        return self._proc.wait(timeout=30)
+
+    def close(self) -> None:
+        self.closed = True
 
 
-def test_uploaded_file_is_0600_before_its_first_byte(tmp_path: Path) -> None:
-    sftp = _LocalSFTP()
-    remote = tmp_path / "s.env"
-    old = os.umask(0)
+def _upload(remote: Path, secrets: dict[str, str]) -> _LocalTransport:
+    transport = _LocalTransport()
+    old = os.umask(0)  # the shell inherits it: only the command's own umask protects the file
     try:
-        upload_secret_file(sftp, str(remote), {"HF_TOKEN": "it's"})
+        upload_secret_file(transport, str(remote), secrets)
     finally:
         os.umask(old)
-    assert sftp.modes_at_write == [0o600]
+    return transport
+
+
+def test_uploaded_file_is_0600_from_creation(tmp_path: Path) -> None:
+    """Created by the remote shell under umask 077 and never chmod-ed: its mode at the end
+    is the mode it was created with, 0600 although the login's umask is 0."""
+    remote = tmp_path / "s.env"
+    transport = _upload(remote, {"HF_TOKEN": "it's"})
     assert stat.S_IMODE(remote.stat().st_mode) == 0o600
     assert remote.read_text() == "HF_TOKEN='it'\"'\"'s'\n"
+    assert "chmod" not in transport.commands[0]
+
+
+def test_upload_sends_values_on_stdin_never_on_the_command_line(tmp_path: Path) -> None:
+    transport = _upload(tmp_path / "s.env", {"HF_TOKEN": HF})
+    assert len(transport.commands) == 1 and HF not in transport.commands[0]
+
+
+def test_upload_replaces_an_old_file_and_its_mode(tmp_path: Path) -> None:
+    remote = tmp_path / "s.env"
+    remote.write_text("OLD=1\n")
+    remote.chmod(0o644)
+    _upload(remote, {"HF_TOKEN": "v"})
+    assert remote.read_text() == "HF_TOKEN=v\n"
+    assert stat.S_IMODE(remote.stat().st_mode) == 0o600
+
+
+def test_upload_to_an_odd_path_quotes_it(tmp_path: Path) -> None:
+    remote = tmp_path / "a dir; echo x" / "s $HOME.env"
+    remote.parent.mkdir()
+    _upload(remote, {"HF_TOKEN": "v"})
+    assert remote.read_text() == "HF_TOKEN=v\n"
+
+
+def test_failed_upload_is_an_error_naming_the_path_not_the_value(tmp_path: Path) -> None:
+    remote = tmp_path / "missing-dir" / "s.env"
+    transport = _LocalTransport()
+    with pytest.raises(ExecutionError) as err:
+        upload_secret_file(transport, str(remote), {"HF_TOKEN": HF})
+    msg = str(err.value)
+    # the shell's own reason: dash (exit 2) and bash (exit 1) word it differently
+    assert re.fullmatch(rf"could not create the secrets file {re.escape(str(remote))} on the SSH host "
+                        r"\(exit [12]\): .*(Directory nonexistent|No such file or directory)", msg)
+    assert HF not in msg
+    assert "\n" not in msg
+
+
+def test_upload_command_creates_exclusively_under_umask_077() -> None:
+    """The shell's ``>`` is O_EXCL (set -C): a file another user created at that path
+    between the ``rm`` and the ``>`` is refused, never written into."""
+    assert upload_command("/j/s.env") == "umask 077 && rm -f -- /j/s.env && set -C && cat > /j/s.env"
+
+
+def test_noclobber_refuses_a_file_that_appears_before_the_write(tmp_path: Path) -> None:
+    remote = tmp_path / "s.env"
+    command = upload_command(str(remote)).replace(" && rm -f -- ", " && : ")
+    remote.write_text("planted\n")
+    done = subprocess.run(["sh", "-c", command], input=b"HF_TOKEN=v\n", capture_output=True)
+    assert done.returncode != 0 and remote.read_text() == "planted\n"
