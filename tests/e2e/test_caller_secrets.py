@@ -51,7 +51,11 @@ def _slurm_views(job_id: str) -> str:
     out = []
     for cmd in (["scontrol", "show", "job", "-dd", job_id],
                 ["sacct", "-j", job_id, "-P", "-o", "JobID,JobName,SubmitLine,WorkDir,Comment"]):
-        out.append(subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        # a failed query prints nothing, which would pass every "no secret in it" check
+        assert done.returncode == 0, f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr}"
+        assert job_id in done.stdout, f"{' '.join(cmd)} does not show job {job_id}: {done.stdout}"
+        out.append(done.stdout)
     return "\n".join(out)
 
 

@@ -3,7 +3,7 @@
 The real console script, its own NEMOTRON_HOME, env.toml and artifact registry
 (a shared path both nodes see). Checked: every stage submitted at once and run
 in order, each consuming what the previous one published; a rerun submits
-nothing; a failing middle stage stops the stages after it.
+nothing; a failing middle stage stops the stages after it and its exit code is the pipe's.
 """
 
 from __future__ import annotations
@@ -92,17 +92,24 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
     assert again.stderr.count("skipped:") == len(STAGES)
 
 
-def test_failing_middle_stage_cancels_its_dependants_and_exits_nonzero(home, slurm_cluster):
-    # pretrain with a negative learning rate fails; sft and rl depend on it
-    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "pretrain:",
-                    "pretrain.fallback.lr=-1", "pretrain.fallback.seed=7")
-    assert proc.returncode != 0, proc.stdout[-3000:]
+# A stage that fails with a code of its own: without its fallback and with no usable
+# NeMo-RL here, rl exits 3 ("backend not installed"), a code neither the pipe command's own
+# errors (1, 2) nor a crashed stage (1) give. rl is a Ray stage, whose driver's code is the
+# job's; a torchrun stage (pretrain, sft) ends with torchrun's own 1 whatever its worker gave.
+FAILING_RL = ("rl.fallback.enabled=false",)
+STAGE_EXIT = 3
+
+
+def test_failing_middle_stage_cancels_its_dependants_and_exits_with_its_code(home, slurm_cluster):
+    # rl fails; eval depends on it
+    proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--stages", "rl:", *FAILING_RL)
+    assert proc.returncode == STAGE_EXIT, proc.stdout[-3000:] + proc.stderr[-3000:]
     ids = job_ids(proc.stdout)
-    assert set(ids) >= {"pretrain", "sft", "rl", "eval"}
-    assert slurm_cluster.wait(ids["pretrain"]).state == "FAILED"
-    for stage in ("sft", "rl", "eval"):
-        assert slurm_cluster.wait(ids[stage]).state.startswith("CANCELLED"), stage
-    assert "stage pretrain failed" in proc.stderr
+    assert set(ids) == {"rl", "eval"}
+    result = slurm_cluster.wait(ids["rl"])
+    assert (result.state, result.exit_code) == ("FAILED", f"{STAGE_EXIT}:0")
+    assert slurm_cluster.wait(ids["eval"]).state.startswith("CANCELLED")
+    assert "stage rl failed" in proc.stderr
     assert "[pipe] cancelled" in proc.stderr
 
 
@@ -144,15 +151,15 @@ def test_sbatch_launcher_runs_the_stages_in_one_allocation(home, slurm_cluster):
 
 def test_sbatch_launcher_stops_at_a_failing_stage(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--launcher", "sbatch",
-                    "--no-resume", "--stages", "prep-pretrain:prep-sft",
-                    "pretrain.fallback.lr=-1", "pretrain.fallback.seed=11")
-    assert proc.returncode not in (0, None), proc.stdout[-2000:]
+                    "--no-resume", "--stages", "prep-rl:eval", *FAILING_RL)
+    assert proc.returncode == STAGE_EXIT, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    assert "stage pretrain failed" in proc.stderr, proc.stderr[-2000:]
-    job_id = job_ids(proc.stdout)["pretrain"]
-    assert slurm_cluster.wait(job_id).state == "FAILED"
+    assert "stage rl failed" in proc.stderr, proc.stderr[-2000:]
+    job_id = job_ids(proc.stdout)["rl"]
+    result = slurm_cluster.wait(job_id)  # the allocation ends with the failing stage's code
+    assert (result.state, result.exit_code) == ("FAILED", f"{STAGE_EXIT}:0")
     pipe_id = re.search(r"^pipe (\S+):", proc.stdout, re.M).group(1)
     run_dir = Path(json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())["run_dir"])
-    assert (run_dir / "prep-pretrain.rc").read_text().strip() == "0"
-    assert (run_dir / "pretrain.rc").read_text().strip() not in ("", "0")
-    assert not (run_dir / "prep-sft.rc").exists()
+    assert (run_dir / "prep-rl.rc").read_text().strip() == "0"
+    assert (run_dir / "rl.rc").read_text().strip() == str(STAGE_EXIT)
+    assert not (run_dir / "eval.rc").exists()
