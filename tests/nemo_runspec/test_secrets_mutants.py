@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution import secret_file
 from nemo_runspec.execution.secret_file import (
     render_secret_file,
     upload_command,
@@ -148,9 +149,11 @@ class _LocalTransport:
 
     def __init__(self) -> None:
         self.commands: list[str] = []
+        self.channels: list[_LocalChannel] = []
 
     def open_session(self) -> _LocalChannel:
-        return _LocalChannel(self)
+        self.channels.append(_LocalChannel(self))
+        return self.channels[-1]
 
 
 class _LocalChannel:
@@ -236,6 +239,36 @@ def test_failed_upload_is_an_error_naming_the_path_not_the_value(tmp_path: Path)
                         r"\(exit [12]\): .*(Directory nonexistent|No such file or directory)", msg)
     assert HF not in msg
     assert "\n" not in msg
+
+
+def test_a_bad_secret_name_fails_before_anything_is_created(tmp_path: Path) -> None:
+    transport = _LocalTransport()
+    with pytest.raises(ExecutionError, match="invalid environment variable name 'BAD-NAME'"):
+        upload_secret_file(transport, str(tmp_path / "s.env"), {"BAD-NAME": "v"})
+    assert transport.commands == [] and not (tmp_path / "s.env").exists()
+
+
+def test_the_channel_is_closed_after_an_upload_and_after_a_failure(tmp_path: Path) -> None:
+    transport = _upload(tmp_path / "s.env", {"HF_TOKEN": "v"})
+    with pytest.raises(ExecutionError):
+        upload_secret_file(transport, str(tmp_path / "missing" / "s.env"), {"HF_TOKEN": "v"})
+    assert [c.closed for c in transport.channels] == [True, True]
+
+
+def test_a_failure_without_a_message_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remote shell killed or failing silently: the error still has a reason."""
+    monkeypatch.setattr(secret_file, "upload_command", lambda path: "exit 5")
+    with pytest.raises(ExecutionError) as err:
+        upload_secret_file(_LocalTransport(), "/j/s.env", {"HF_TOKEN": "v"})
+    assert str(err.value) == "could not create the secrets file /j/s.env on the SSH host (exit 5): no message"
+
+
+def test_a_message_that_is_not_utf8_is_shown_replaced(tmp_path: Path) -> None:
+    """The remote shell's message may hold bytes of another encoding (a path in Latin-1)."""
+    missing = tmp_path / "caf\udce9" / "s.env"  # the byte 0xE9 in the file system
+    with pytest.raises(ExecutionError) as err:
+        upload_secret_file(_LocalTransport(), str(missing), {"HF_TOKEN": "v"})
+    assert "caf\ufffd" in str(err.value).split(": ", 1)[1]
 
 
 def test_upload_command_creates_exclusively_under_umask_077() -> None:

@@ -66,11 +66,15 @@ def upload_secret_file(transport: Any, remote_path: str, secrets: Mapping[str, A
     The values travel on the command's stdin (never on its command line) to
     :func:`upload_command`; the file is never readable by others, even briefly.
     """
+    data = render_secret_file(secrets).encode()  # a bad name fails before anything is created
     chan = transport.open_session()
     try:
         chan.exec_command(upload_command(remote_path))
-        chan.sendall(render_secret_file(secrets).encode())
-        chan.shutdown_write()
+        try:
+            chan.sendall(data)
+            chan.shutdown_write()
+        except OSError:
+            pass  # the command ended before reading its input: its status and message say why
         err = chan.makefile_stderr("rb").read().decode(errors="replace").strip()
         rc = chan.recv_exit_status()
     finally:
