@@ -85,3 +85,50 @@ def test_line_map_small_cases(text, expected):
 ])
 def test_deepest_line(text, line):
     assert deepest_line(text) == line
+
+
+# Each case: what the scanner must get right for the key after it to be found on its line
+# (a wrong step swallows it into a multi-line value, or reads a continuation line as a key).
+J = {("k",): 1}
+SCANNER_CASES = {
+    # quoted and literal keys
+    '"\\"x" = 1\n': {('"x',): 1},                     # an escaped quote first in a quoted key
+    '"" = 1\n': {("",): 1},                           # empty quoted key
+    '"a\\\\" = 1\n': {("a\\",): 1},                   # a key ending in an escaped backslash
+    '"x\\u0041".y = 1\n': {("xA",): 1, ("xA", "y"): 1},  # escapes decoded, a dot right after
+    '"a".b = 1\n': {("a",): 1, ("a", "b"): 1},
+    "'a'.'b' = 1\n": {("a",): 1, ("a", "b"): 1},
+    "'' = 1\n": {("",): 1},
+    "'a'.b = 1\n": {("a",): 1, ("a", "b"): 1},
+    '"a=b" = [\n1,\n]\nj = 1\n': {("a=b",): 1, ("j",): 4},  # '=' inside the key
+    '"k"= [\n1]\nj = 1\n': {("k",): 1, ("j",): 3},    # no blank before '='
+    "k =[\n1]\nj = 1\n": {**J, ("j",): 3},            # no blank after '='
+    # strings on one line
+    'k = ["=",\n1]\nj = 1\n': {**J, ("j",): 3},         # '=' inside a value
+    'k = ["", "["]\nj = 1\n': {**J, ("j",): 2},         # an empty string
+    'k = ["a]", "b["]\nj = 1\n': {**J, ("j",): 2},
+    'k = ["\\"[", 1]\nj = 1\n': {**J, ("j",): 2},       # an escaped quote
+    'k = ["\\\\", "["]\nj = 1\n': {**J, ("j",): 2},     # an escaped backslash before the quote
+    "k = ['\\', \"[\"]\nj = 1\n": {**J, ("j",): 2},     # a literal string has no escapes
+    'k = ["a"]\nj = 1\n': {**J, ("j",): 2},
+    "k = 1 # [ \" '\nj = 2\n": {**J, ("j",): 2},        # a comment after a value
+    # multi-line strings
+    'k = """"""\nj = 1\n': {**J, ("j",): 2},          # empty
+    'k = [\n"""a"""]\nj = 1\n': {**J, ("j",): 3},     # a bracket right after the closer
+    'k = [\n"""a""""]\nj = 1\n': {**J, ("j",): 3},    # one extra quote closes with it
+    'k = """\n\\"""\n"""\nj = 1\n': {**J, ("j",): 4},  # an escaped quote first on a line
+    'k = """\nx\\"""y\n"""\nj = 1\n': {**J, ("j",): 4},
+    'k = """\nx\\""""\nj = 1\n': {**J, ("j",): 3},     # an escaped quote right before the closer
+    'k = """\nx\\\\\\\\"""\nj = 1\n': {**J, ("j",): 3},  # two escaped backslashes, then the closer
+    'k = """\n\\""" \\\n"""\nj = 1\n': {**J, ("j",): 4},  # a line-ending backslash after it
+    'k = ["""a""", [1, """b"""],\n2]\nj = 1\n': {**J, ("j",): 3},
+    'k = ["""\nx\\"""y""", [1, """z"""],\n2]\nj = 1\n': {**J, ("j",): 4},
+    # indentation
+    "  [t]\n  x = 1\n": {("t",): 1, ("t", "x"): 2},
+}
+
+
+@pytest.mark.parametrize("text", list(SCANNER_CASES))
+def test_line_map_scanner_steps(text):
+    tomllib.loads(text)  # every case is valid TOML
+    assert line_map(text) == SCANNER_CASES[text]
