@@ -220,6 +220,20 @@ def _git_state(module: Module) -> dict[str, object]:
             "dirty_files": sorted(line[3:] for line in dirty.splitlines())}
 
 
+def _survivor_changes(work: Path) -> dict[str, str]:
+    """Each survivor's changed lines ("- old / + new"), read back from survivors.diff."""
+    path = work / "survivors.diff"
+    if not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    for block in path.read_text().split("### ")[1:]:
+        name, _, body = block.partition("\n")
+        out[name.strip()] = " / ".join(
+            " ".join(ln.split()) for ln in body.splitlines()
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+    return out
+
+
 def _write_survivor_diffs(work: Path, survivors: list[str]) -> None:
     with (work / "survivors.diff").open("w") as out:
         for name in survivors:
@@ -238,6 +252,9 @@ def main() -> int:
                          "the score before them, stored as the module's 'before'")
     ap.add_argument("--report", action="store_true",
                     help="no run: recount the last run's results in .mutmut/ (after editing the equivalents)")
+    ap.add_argument("--accept-changes", action="store_true",
+                    help="record the mutants now behind the listed equivalents as the ones explained "
+                         "(after checking survivors.diff against the reasons in the equivalents file)")
     ap.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                     help="leave out a test that fails without any mutant (mutmut needs a green run)")
     args = ap.parse_args()
@@ -289,6 +306,19 @@ def main() -> int:
         stale = [k for k in _listed_for(module, equivalents) if k not in not_killed]
         if rc == 0 and not args.report:
             _write_survivor_diffs(work, not_killed)
+        # A listed name that survives may still be another mutant than the one explained
+        # (renumbered by a change to its function): its change is recorded with the entry and
+        # compared with the previous run's.
+        changes = _survivor_changes(work)
+        on_disk = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        previous = on_disk.get("modules", {}).get(name, {})
+        before_changes: dict[str, str] = previous.get("equivalent_changes", {})
+        stale_why = {k: ("killed" if k in statuses else "no such mutant") for k in stale}
+        for k in equivalent:
+            if (before_changes.get(k) and changes.get(k) and before_changes[k] != changes[k]
+                    and not args.accept_changes):
+                stale.append(k)
+                stale_why[k] = f"another mutant now: was {before_changes[k]!r}, is {changes[k]!r}"
         total = len(statuses)
         killed = sum(counts.get(s, 0) for s in _DETECTED)
         denominator = total - len(equivalent)
@@ -305,12 +335,14 @@ def main() -> int:
             "killed": killed,
             "equivalent": equivalent,
             "unexplained_survivors": unexplained,
-            "stale_equivalents": {k: ("killed" if k in statuses else "no such mutant") for k in stale},
+            "stale_equivalents": stale_why,
+            # the change each listed name was explained for; kept as it was while it differs
+            # from the mutant now behind the name (until --accept-changes after a review)
+            "equivalent_changes": {k: (before_changes[k] if k in stale else changes.get(k, before_changes.get(k, "")))
+                                   for k in equivalent},
             "score": round(killed / denominator, 4) if denominator else None,
             "raw_score": round(killed / total, 4) if total else None,
         }
-        on_disk = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        previous = on_disk.get("modules", {}).get(name, {})
         if args.baseline:
             summary = {k: entry[k] for k in ("command", "tests", "date", "commit", "dirty_files", "completed",
                                              "mutants", "counts", "killed", "raw_score")}

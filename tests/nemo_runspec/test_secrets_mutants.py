@@ -25,6 +25,7 @@ from nemo_runspec.secrets import (
     find_secret_values,
     is_reference,
     is_secret_name,
+    marked_names,
     redact,
     redact_text,
     searchable,
@@ -177,6 +178,8 @@ class _LocalChannel:
 
     def makefile_stderr(self, mode: str) -> Any:
         assert self._proc
+        if "r" not in mode:  # as paramiko's BufferedFile: reads need a mode with 'r'
+            raise OSError("File not open for reading")
         return self._proc.stderr
 
     def recv_exit_status(self) -> int:
@@ -283,3 +286,52 @@ def test_noclobber_refuses_a_file_that_appears_before_the_write(tmp_path: Path) 
     remote.write_text("planted\n")
     done = subprocess.run(["sh", "-c", command], input=b"HF_TOKEN=v\n", capture_output=True)
     assert done.returncode != 0 and remote.read_text() == "planted\n"
+
+
+# ------------------------------------------------------------------ secret_env_vars / public_env_vars
+# docs/env-toml.md "Secrets": a profile's secret_env_vars / public_env_vars win over the
+# name rule for the env_vars next to them, and only there.
+
+DB_URL = "postgres://app:pw@db/prod"
+
+
+def test_marked_names_reads_both_lists_next_to_env_vars() -> None:
+    table = {"secret_env_vars": ["DB_URL", 7], "public_env_vars": ("HF_TOKEN",), "env_vars": {}}
+    assert marked_names(table) == (frozenset({"DB_URL", "7"}), frozenset({"HF_TOKEN"}))
+
+
+@pytest.mark.parametrize("table", [None, "secret_env_vars", ["DB_URL"], {"secret_env_vars": "DB_URL"},
+                                   {"public_env_vars": {"HF_TOKEN": True}}, {}])
+def test_marked_names_of_anything_else_is_nothing(table: Any) -> None:
+    assert marked_names(table) == (frozenset(), frozenset())
+
+
+def test_a_name_marked_secret_is_a_secret_in_the_env_vars_next_to_it() -> None:
+    profile = {"secret_env_vars": ["DB_URL"], "env_vars": {"DB_URL": DB_URL, "OTHER_URL": "x://y"}}
+    assert find_secret_values(profile) == [DB_URL]
+    assert redact(profile)["env_vars"] == {"DB_URL": REDACTED, "OTHER_URL": "x://y"}
+
+
+def test_a_name_marked_public_is_not_a_secret_in_the_env_vars_next_to_it() -> None:
+    profile = {"public_env_vars": ["HF_TOKEN"], "env_vars": {"HF_TOKEN": "shown-on-purpose", "API_KEY": "k1"}}
+    assert find_secret_values(profile) == ["k1"]
+    assert redact(profile)["env_vars"] == {"HF_TOKEN": "shown-on-purpose", "API_KEY": REDACTED}
+
+
+def test_marks_apply_to_env_vars_only_and_only_next_to_them() -> None:
+    """Not to the marking table's own keys, another sub-table, nor a deeper env_vars."""
+    profile = {"secret_env_vars": ["DB_URL"], "public_env_vars": ["HF_TOKEN"],
+               "DB_URL": DB_URL, "HF_TOKEN": "hf-value-1",
+               "other": {"DB_URL": DB_URL + "2", "HF_TOKEN": "hf-value-2"},
+               "sub": {"env_vars": {"DB_URL": DB_URL + "3", "HF_TOKEN": "hf-value-3"}}}
+    assert find_secret_values(profile) == ["hf-value-1", "hf-value-2", "hf-value-3"]
+    shown = redact(profile)
+    assert (shown["DB_URL"], shown["HF_TOKEN"]) == (DB_URL, REDACTED)
+    assert shown["other"] == {"DB_URL": DB_URL + "2", "HF_TOKEN": REDACTED}
+    assert shown["sub"]["env_vars"] == {"DB_URL": DB_URL + "3", "HF_TOKEN": REDACTED}
+
+
+def test_marks_reach_env_vars_inside_a_list_of_profiles() -> None:
+    profiles = [{"secret_env_vars": ["DB_URL"], "env_vars": {"DB_URL": DB_URL}}]
+    assert find_secret_values(profiles) == [DB_URL]
+    assert redact(profiles) == [{"secret_env_vars": ["DB_URL"], "env_vars": {"DB_URL": REDACTED}}]
