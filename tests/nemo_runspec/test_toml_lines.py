@@ -123,6 +123,9 @@ SCANNER_CASES = {
     'k = """\n\\""" \\\n"""\nj = 1\n': {**J, ("j",): 4},  # a line-ending backslash after it
     'k = ["""a""", [1, """b"""],\n2]\nj = 1\n': {**J, ("j",): 3},
     'k = ["""\nx\\"""y""", [1, """z"""],\n2]\nj = 1\n': {**J, ("j",): 4},
+    # bare keys of inline tables are part of the value
+    "k = { X = 1 }\nj = 1\n": {**J, ("j",): 2},
+    "k = [\n{ X = 1 }, 2,\n3]\nj = 1\n": {**J, ("j",): 4},
     # indentation
     "  [t]\n  x = 1\n": {("t",): 1, ("t", "x"): 2},
 }
