@@ -13,7 +13,11 @@ never into src/); the results read back from mutmut's .meta files. Each run is c
 
 Survivors that cannot be killed (equivalent mutants) are listed, each with the reason,
 in docs/dev/mutation-equivalents.toml; a survivor listed neither there nor killed is
-"unexplained" and the script exits 1. The diff of every survivor is written to
+"unexplained" and the script exits 1. It also exits 1 when a listed equivalent of a
+module it ran is not among that run's survivors: the function moved ("no such mutant")
+or changed, and mutmut numbers mutants per function, so the name may now belong to
+another mutant. Each entry records the git commit it was run at (and which of its files
+differed from that commit). The diff of every survivor is written to
 .mutmut/<module>/survivors.diff. docs/dev/mutation.md explains the scores.
 """
 
@@ -57,11 +61,13 @@ class Module:
 
 MODULES: dict[str, Module] = {
     "runspec": Module(
-        ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py"),
+        # _toml_lines.py: the key -> line map and deepest_line that runspec blocks and
+        # env.toml errors both point with.
+        ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py", "src/nemo_runspec/_toml_lines.py"),
         # Not test_runspec_property.py: Hypothesis shrinks every failure it finds, which
         # takes seconds per killed mutant; the deterministic tests must state the rules.
         ("tests/nemo_runspec/test_runspec_parser.py", "tests/nemo_runspec/test_runspec_mutants.py",
-         "tests/nemo_runspec/test_runspec_errors_mutants.py"),
+         "tests/nemo_runspec/test_runspec_errors_mutants.py", "tests/nemo_runspec/test_toml_lines.py"),
     ),
     "env": Module(
         ("src/nemo_runspec/env/file.py", "src/nemo_runspec/env/profile.py"),
@@ -193,6 +199,41 @@ def _results(work: Path, module: Module) -> dict[str, str]:
     return statuses
 
 
+def _dotted(path: str) -> str:
+    """src/nemo_runspec/env/file.py -> nemo_runspec.env.file (the prefix of its mutant names)."""
+    return path.removeprefix("src/").removesuffix(".py").replace("/", ".")
+
+
+def _listed_for(module: Module, equivalents: dict[str, str]) -> list[str]:
+    """The equivalents listed for mutants of this module's files."""
+    prefixes = tuple(_dotted(p) + "." for p in module.mutate)
+    return sorted(k for k in equivalents if k.startswith(prefixes))
+
+
+def _git_state(module: Module) -> dict[str, object]:
+    """The commit the run was made at, and whether the module's files differed from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    dirty = git("status", "--porcelain", "--", *module.mutate, *module.tests)
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty_files": sorted(line[3:] for line in dirty.splitlines())}
+
+
+def _survivor_changes(work: Path) -> dict[str, str]:
+    """Each survivor's changed lines ("- old / + new"), read back from survivors.diff."""
+    path = work / "survivors.diff"
+    if not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    for block in path.read_text().split("### ")[1:]:
+        name, _, body = block.partition("\n")
+        out[name.strip()] = " / ".join(
+            " ".join(ln.split()) for ln in body.splitlines()
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+    return out
+
+
 def _write_survivor_diffs(work: Path, survivors: list[str]) -> None:
     with (work / "survivors.diff").open("w") as out:
         for name in survivors:
@@ -211,6 +252,9 @@ def main() -> int:
                          "the score before them, stored as the module's 'before'")
     ap.add_argument("--report", action="store_true",
                     help="no run: recount the last run's results in .mutmut/ (after editing the equivalents)")
+    ap.add_argument("--accept-changes", action="store_true",
+                    help="record the mutants now behind the listed equivalents as the ones explained "
+                         "(after checking survivors.diff against the reasons in the equivalents file)")
     ap.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                     help="leave out a test that fails without any mutant (mutmut needs a green run)")
     args = ap.parse_args()
@@ -255,8 +299,26 @@ def main() -> int:
         not_killed = sorted(k for k, s in statuses.items() if s not in _DETECTED)
         equivalent = [k for k in not_killed if k in equivalents]
         unexplained = [k for k in not_killed if k not in equivalents]
+        # A listed equivalent that is no survivor of this run names nothing (its function
+        # moved or was removed: "dangling") or, worse, another mutant (the function changed
+        # and mutmut renumbered its mutants; the mutant now behind that name was killed).
+        # Either way the list no longer describes the code: fix it before trusting a score.
+        stale = [k for k in _listed_for(module, equivalents) if k not in not_killed]
         if rc == 0 and not args.report:
             _write_survivor_diffs(work, not_killed)
+        # A listed name that survives may still be another mutant than the one explained
+        # (renumbered by a change to its function): its change is recorded with the entry and
+        # compared with the previous run's.
+        changes = _survivor_changes(work)
+        on_disk = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        previous = on_disk.get("modules", {}).get(name, {})
+        before_changes: dict[str, str] = previous.get("equivalent_changes", {})
+        stale_why = {k: ("killed" if k in statuses else "no such mutant") for k in stale}
+        for k in equivalent:
+            if (before_changes.get(k) and changes.get(k) and before_changes[k] != changes[k]
+                    and not args.accept_changes):
+                stale.append(k)
+                stale_why[k] = f"another mutant now: was {before_changes[k]!r}, is {changes[k]!r}"
         total = len(statuses)
         killed = sum(counts.get(s, 0) for s in _DETECTED)
         denominator = total - len(equivalent)
@@ -265,6 +327,7 @@ def main() -> int:
             "mutate": list(module.mutate),
             "tests": [t for t in module.tests if (ROOT / t).exists()],
             "date": (last.get("date") if args.report else None) or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **({k: last.get(k) for k in ("commit", "dirty_files")} if args.report else _git_state(module)),
             "seconds": round(seconds, 1),
             "completed": rc == 0,
             "mutants": total,
@@ -272,14 +335,17 @@ def main() -> int:
             "killed": killed,
             "equivalent": equivalent,
             "unexplained_survivors": unexplained,
+            "stale_equivalents": stale_why,
+            # the change each listed name was explained for; kept as it was while it differs
+            # from the mutant now behind the name (until --accept-changes after a review)
+            "equivalent_changes": {k: (before_changes[k] if k in stale else changes.get(k, before_changes.get(k, "")))
+                                   for k in equivalent},
             "score": round(killed / denominator, 4) if denominator else None,
             "raw_score": round(killed / total, 4) if total else None,
         }
-        on_disk = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        previous = on_disk.get("modules", {}).get(name, {})
         if args.baseline:
-            summary = {k: entry[k] for k in ("command", "tests", "date", "completed", "mutants", "counts",
-                                             "killed", "raw_score")}
+            summary = {k: entry[k] for k in ("command", "tests", "date", "commit", "dirty_files", "completed",
+                                             "mutants", "counts", "killed", "raw_score")}
             summary["command"] += " --baseline"
             entry = {**previous, "before": summary}
         elif "before" in previous:
@@ -287,7 +353,10 @@ def main() -> int:
         print(f"   {killed}/{total} killed, {len(equivalent)} equivalent, "
               f"{len(unexplained)} unexplained; {seconds:.0f}s; rc={rc}; "
               f"survivors: {work / 'survivors.diff'}", flush=True)
-        failed = failed or rc != 0 or bool(unexplained)
+        for key, why in entry["stale_equivalents"].items():  # type: ignore[union-attr]
+            print(f"   stale entry in {EQUIVALENTS.relative_to(ROOT)}: {key} ({why})", file=sys.stderr)
+        # The equivalents are only checked against a full run (the baseline's survivors differ).
+        failed = failed or rc != 0 or bool(unexplained) or (bool(stale) and not args.baseline)
         # Re-read before writing: another run may have updated other modules meanwhile.
         current = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         current.update(report)

@@ -2,9 +2,12 @@
 
 - Under ``CI=true`` a skipped test fails the run. A skip there means something
   the suite needs is missing (a broken install, a cluster that did not come up)
-  and a green run would hide it. The only skips allowed are tests marked
-  ``allowed_skip``, each with the reason CI cannot have what it needs (an
-  optional extra, a source tree outside the checkout).
+  and a green run would hide it. The only skips
+  allowed are tests marked ``allowed_skip``, each with the reason CI cannot have
+  what it needs (an optional extra, a source tree outside the checkout); a module
+  skipped as a whole (``pytest.skip(..., allow_module_level=True)``, a module-level
+  ``importorskip``) is allowed when its own ``pytestmark`` holds ``allowed_skip``. Under
+  pytest-xdist the controller receives every worker's skip reports and applies the rule.
 - No test reaches W&B: :func:`_no_wandb_network` puts every test (and every
   process it starts, which inherits the environment) in offline mode, with the
   server address pointing at ``127.0.0.1:9`` where nothing listens and error
@@ -14,12 +17,15 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 _SKIPPED: list[str] = []
+_ROOT: list[Path] = []
 
 #: what every test runs under unless it sets otherwise (see the module docstring)
 WANDB_GUARD = {"WANDB_MODE": "offline", "WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_ERROR_REPORTING": "false"}
@@ -40,11 +46,36 @@ def _ci() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allowed_skip(reason): this test may skip under CI=true, for the reason given")
+    _ROOT[:] = [config.rootpath]
+
+
+def module_allows_skip(path: Path) -> bool:
+    """True when the module's own top-level ``pytestmark`` holds ``allowed_skip``.
+
+    Read from its source: a module skipped while being imported leaves no module
+    object (nor items with markers) to read it from.
+    """
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        value = getattr(node, "value", None)
+        if value is not None and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets) \
+                and any(isinstance(n, ast.Attribute) and n.attr == "allowed_skip" for n in ast.walk(value)):
+            return True
+    return False
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if _ci() and report.skipped:
-        _SKIPPED.append(f"{report.nodeid} (whole module)")
+    if not (_ci() and report.skipped):
+        return
+    file = report.nodeid.split("::")[0]
+    if file.endswith(".py") and _ROOT and module_allows_skip(_ROOT[0] / file):
+        return
+    _SKIPPED.append(f"{report.nodeid} (whole module)")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

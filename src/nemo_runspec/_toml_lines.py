@@ -28,10 +28,9 @@ def _parse_key(text: str, pos: int) -> tuple[list[str], int]:
             end = pos + 1
             while end < n and text[end] != '"':
                 end += 2 if text[end] == "\\" else 1
-            try:
-                parts.append(tomllib.loads("k = " + text[pos : end + 1])["k"])
-            except tomllib.TOMLDecodeError:
-                parts.append(text[pos + 1 : end])
+            # the text is valid TOML (callers parse it with tomllib first), so the quoted
+            # key is a valid basic string: tomllib decodes its escapes
+            parts.append(tomllib.loads("k = " + text[pos : end + 1])["k"])
             pos = end + 1
         elif ch == "'":
             end = text.find("'", pos + 1)

@@ -10,6 +10,7 @@ import re
 import secrets as pysecrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -48,10 +49,21 @@ def _grep_tree(root: Path, values) -> list[str]:
 
 
 def _slurm_views(job_id: str) -> str:
+    """What `scontrol show job` and `sacct` show of the job. Both must succeed and show it:
+    a failed or empty answer would pass every "no secret in it" check. slurmdbd learns of a
+    new job a moment after slurmctld, so sacct is asked until it knows the job."""
     out = []
     for cmd in (["scontrol", "show", "job", "-dd", job_id],
                 ["sacct", "-j", job_id, "-P", "-o", "JobID,JobName,SubmitLine,WorkDir,Comment"]):
-        out.append(subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout)
+        deadline = time.monotonic() + 60
+        while True:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr}"
+            if job_id in done.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert job_id in done.stdout, f"{' '.join(cmd)} does not show job {job_id}: {done.stdout}"
+        out.append(done.stdout)
     return "\n".join(out)
 
 

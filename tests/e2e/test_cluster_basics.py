@@ -111,15 +111,13 @@ def test_afterok_on_failed_job_never_runs(slurm_cluster: SlurmCluster, tmp_path:
 
 
 @pytest.mark.cluster_alone  # re-runs `up` on the cluster every other test uses
-def test_up_is_idempotent_and_fast_when_healthy(slurm_cluster: SlurmCluster):
-    start = time.monotonic()
+def test_up_is_idempotent_when_healthy(slurm_cluster: SlurmCluster):
+    # The timeout is the hang guard; how fast a warm `up` is belongs to
+    # bench/bench_cluster_up.py, not to a pass/fail test.
     proc = subprocess.run(["bash", str(CLUSTER_SCRIPT), "up"], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL)
-    elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "starting" not in proc.stdout, proc.stdout  # nothing restarted
-    # A hang guard, not a performance target (bench/bench_cluster_up.py measures that).
-    assert elapsed < 30, f"warm `up` took {elapsed:.1f}s"
 
 
 def test_status_fails_for_a_state_dir_without_daemons(tmp_path: Path, slurm_cluster: SlurmCluster):

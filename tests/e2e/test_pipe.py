@@ -98,6 +98,14 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
     assert again.stderr.count("skipped:") == len(STAGES)
 
 
+# A stage that fails with a code of its own: without its fallback and with no usable
+# NeMo-RL here, rl exits 3 ("backend not installed"), a code neither the pipe command's own
+# errors (1, 2) nor a crashed stage (1) give. rl is a Ray stage, whose driver's code is the
+# job's; a torchrun stage (pretrain, sft) ends with torchrun's own 1 whatever its worker gave.
+FAILING_RL = ("rl.fallback.enabled=false",)
+STAGE_EXIT = 3
+
+
 #: overrides that make a training stage end at once, before training (its native backend is
 #: not installed on the cluster and the CPU fallback is switched off): exit code 3. Under
 #: torchrun (pretrain) that becomes torchrun's own 1; a Ray stage (rl) keeps the driver's 3.
@@ -255,15 +263,15 @@ def test_sbatch_launcher_runs_the_stages_in_one_allocation(home, slurm_cluster):
 
 def test_sbatch_launcher_stops_at_a_failing_stage(home, slurm_cluster):
     proc = nemotron(home, "nano3", "pipe", "-c", "tiny", "--run", "cluster", "--launcher", "sbatch",
-                    "--no-resume", "--stages", "prep-pretrain:prep-sft",
-                    "pretrain.fallback.lr=-1", "pretrain.fallback.seed=11")
-    assert proc.returncode not in (0, None), proc.stdout[-2000:]
+                    "--no-resume", "--stages", "prep-rl:eval", *FAILING_RL)
+    assert proc.returncode == STAGE_EXIT, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    assert "stage pretrain failed" in proc.stderr, proc.stderr[-2000:]
-    job_id = job_ids(proc.stderr)["pretrain"]
-    assert slurm_cluster.wait(job_id).state == "FAILED"
+    assert "stage rl failed" in proc.stderr, proc.stderr[-2000:]
+    job_id = job_ids(proc.stderr)["rl"]
+    result = slurm_cluster.wait(job_id)  # the allocation ends with the failing stage's code
+    assert (result.state, result.exit_code) == ("FAILED", f"{STAGE_EXIT}:0")
     pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
     run_dir = Path(json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())["run_dir"])
-    assert (run_dir / "prep-pretrain.rc").read_text().strip() == "0"
-    assert (run_dir / "pretrain.rc").read_text().strip() not in ("", "0")
-    assert not (run_dir / "prep-sft.rc").exists()
+    assert (run_dir / "prep-rl.rc").read_text().strip() == "0"
+    assert (run_dir / "rl.rc").read_text().strip() == str(STAGE_EXIT)
+    assert not (run_dir / "eval.rc").exists()

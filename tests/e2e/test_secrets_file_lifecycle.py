@@ -4,6 +4,7 @@ while pending (the job never sourced it, so its EXIT trap cannot delete it)."""
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ pytestmark = [pytest.mark.slurm]
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
+import nemo_runspec.slurm.submission as submission  # noqa: E402 - the module whose place_secrets is watched
 from nemo_runspec.slurm import prepare_job, submit  # noqa: E402
 
 SECRET = "hf_e2eLIFECYCLEsecret0123456789ab"
@@ -37,10 +39,21 @@ def _secret_files(root: Path) -> list[Path]:
     return list(root.rglob(".nemotron-secrets.env")) if root.exists() else []
 
 
-def test_rejected_submission_leaves_no_secrets_file(tmp_path: Path, slurm_cluster) -> None:
+def test_rejected_submission_leaves_no_secrets_file(tmp_path: Path, slurm_cluster, monkeypatch) -> None:
     job = _job(tmp_path, "e2e/rejected", partition="nosuchpart")
+    placed: list[tuple[str, int, str]] = []
+
+    def place_and_look(prepared) -> None:  # the real placement, then what it left on disk
+        real_place(prepared)
+        path = Path(prepared.secret_path)
+        placed.append((str(path), stat.S_IMODE(path.stat().st_mode), path.read_text()))
+
+    real_place = submission.place_secrets
+    monkeypatch.setattr(submission, "place_secrets", place_and_look)
     with pytest.raises(SubmissionError, match="invalid partition"):
         submit(job, attached=False, out=Out())
+    # control: the file was there, 0600 and holding the secret, before sbatch refused the job
+    assert placed == [(job.secret_path, 0o600, f"HF_TOKEN={SECRET}\n")]
     assert _secret_files(tmp_path / "jobs") == []
     assert not Path(job.secret_path).exists()
 

@@ -101,7 +101,9 @@ def _parse(text: str) -> tuple[Any, str | None]:
     try:
         value = _load_flow(text, stripped)
     except yaml.YAMLError:
-        return text, _malformed(stripped)
+        # Text YAML cannot read is kept as text, unless it is a mistake: unbalanced, or
+        # holding a ${...} OmegaConf cannot parse (it would fail only when resolved).
+        return text, _malformed(stripped) or _bad_interpolation(text)
     except Exception as exc:  # noqa: BLE001 - a tag's constructor failed (``!!int abc``)
         return text, f"{type(exc).__name__}: {exc}".splitlines()[0]
     if value is None:

@@ -2,8 +2,8 @@
 into the sbatch script, the job's logs or ``env_vars``.
 
 Mechanism: the values go into a mode-0600 file inside the job directory (written
-locally with ``O_EXCL``, or uploaded over SFTP and chmod-ed to 0600 before any byte
-is written). The sbatch script only contains :func:`source_snippet`, which turns
+locally with ``O_EXCL``; over SSH by a remote ``umask 077`` shell that creates it
+with ``O_EXCL``, so it is 0600 from the moment it exists). The sbatch script only contains :func:`source_snippet`, which turns
 shell tracing off (the nemo-run template runs ``set -evx``), sources the file with
 ``set -a`` so every entry is exported to the job's ``srun`` steps, turns tracing
 back on, and deletes the file when the batch script exits (kept for a requeue).
@@ -48,15 +48,40 @@ def write_secret_file(path: str | os.PathLike[str], secrets: Mapping[str, Any]) 
     return path
 
 
-def upload_secret_file(sftp: Any, remote_path: str, secrets: Mapping[str, Any]) -> None:
-    """Upload the secrets file over a paramiko ``SFTPClient`` with mode 0600.
+def upload_command(remote_path: str) -> str:
+    """The remote shell command that creates ``remote_path`` 0600 and fills it from stdin.
 
-    The file is created empty, chmod-ed to 0600, and only then written.
+    ``umask 077`` makes the shell's ``open(O_CREAT, 0666)`` create the file 0600 in the
+    same system call (SFTP's open would create it with the server's default mode and
+    chmod it only on the next request); ``set -C`` makes ``>`` use ``O_EXCL``, so a
+    file someone else created at that path in the meantime is refused, never reused.
     """
-    with sftp.open(remote_path, "w") as f:
-        f.chmod(0o600)
-        f.write(render_secret_file(secrets).encode())
-    sftp.chmod(remote_path, 0o600)
+    q = shlex.quote(remote_path)
+    return f"umask 077 && rm -f -- {q} && set -C && cat > {q}"
+
+
+def upload_secret_file(transport: Any, remote_path: str, secrets: Mapping[str, Any]) -> None:
+    """Create the secrets file 0600 on an SSH host (a paramiko ``Transport``).
+
+    The values travel on the command's stdin (never on its command line) to
+    :func:`upload_command`; the file is never readable by others, even briefly.
+    """
+    data = render_secret_file(secrets).encode()  # a bad name fails before anything is created
+    chan = transport.open_session()
+    try:
+        chan.exec_command(upload_command(remote_path))
+        try:
+            chan.sendall(data)
+            chan.shutdown_write()
+        except OSError:
+            pass  # the command ended before reading its input: its status and message say why
+        err = chan.makefile_stderr("rb").read().decode(errors="replace").strip()
+        rc = chan.recv_exit_status()
+    finally:
+        chan.close()
+    if rc != 0:
+        raise ExecutionError(f"could not create the secrets file {remote_path} on the SSH host "
+                             f"(exit {rc}): {err or 'no message'}")
 
 
 def source_snippet(remote_path: str) -> str:

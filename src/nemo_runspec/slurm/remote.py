@@ -73,8 +73,8 @@ class Remote:
 
 
 @contextlib.contextmanager
-def sftp_session(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
-    """An SFTP session on the job's ssh tunnel, with the job dir created first.
+def ssh_session(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
+    """A fabric ``Connection`` on the job's ssh tunnel, with the job dir created first.
 
     A separate connection: the executor's tunnel is deep-copied by nemo-run later.
     """
@@ -85,13 +85,20 @@ def sftp_session(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator
         ssh.connect()
         mode = f"-m {mkdir_mode} " if mkdir_mode else ""
         ssh.session.run(f"mkdir -p {mode}{shlex.quote(job.job_dir)}", hide=True)
-        sftp = ssh.session.sftp()
+        yield ssh.session
+    finally:
+        ssh.cleanup()
+
+
+@contextlib.contextmanager
+def sftp_session(job: PreparedJob, *, mkdir_mode: str | None = None) -> Iterator[Any]:
+    """An SFTP session on the job's ssh tunnel, with the job dir created first."""
+    with ssh_session(job, mkdir_mode=mkdir_mode) as session:
+        sftp = session.sftp()
         try:
             yield sftp
         finally:
             sftp.close()
-    finally:
-        ssh.cleanup()
 
 
 def place_secrets(job: PreparedJob) -> None:
@@ -103,8 +110,8 @@ def place_secrets(job: PreparedJob) -> None:
     if job.tunnel_kind == "local":
         write_secret_file(job.secret_path, job.secrets)  # type: ignore[arg-type]
         return
-    with sftp_session(job, mkdir_mode="700") as sftp:
-        upload_secret_file(sftp, job.secret_path, job.secrets)
+    with ssh_session(job, mkdir_mode="700") as session:
+        upload_secret_file(session.client.get_transport(), job.secret_path, job.secrets)  # type: ignore[arg-type]
 
 
 def place_files(job: PreparedJob) -> None:

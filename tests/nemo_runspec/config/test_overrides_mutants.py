@@ -378,3 +378,79 @@ def test_where_a_broken_value_breaks(text: str, problem: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_value(text)
     assert str(info.value).startswith(f"invalid value '{text}': {problem} (")
+
+
+# ------------------------------------------------------------------ list errors, whole (round 3)
+
+
+@pytest.mark.parametrize("override, message, key", [
+    # a missing index on the way down (through the unknown-key path)
+    ("a.l.5.x=1", "index 5 is past the end of 'a.l' (2 item(s): 0..1) in override 'a.l.5.x=1' from job.yaml",
+     "a.l.5"),
+    # the last segment, set
+    ("a.l.2=1", "index 2 is past the end of 'a.l' (2 item(s): 0..1) in override 'a.l.2=1' from job.yaml", "a.l.2"),
+    # the last segment, add and force (lists do not grow)
+    ("+a.l.b=1", "'a.l' is a list and 'b' is not an index in override '+a.l.b=1' from job.yaml", "a.l.b"),
+    ("++a.e.0=1", "'a.e' is an empty list in override '++a.e.0=1' from job.yaml", "a.e.0"),
+])
+def test_list_errors_whole_with_their_source_and_key(override: str, message: str, key: str) -> None:
+    """The message names the nested list by its dotted path, the source of the override, the
+    key down to the missing segment (not beyond it), and the hint sets the whole list."""
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(OmegaConf.create({"a": {"l": [1, 2], "e": []}}), [override], source="job.yaml")
+    hint = "set the whole list instead, e.g. " + ".".join(key.split(".")[:2]) + "=[a,b]"
+    assert str(info.value) == f"{message} ({hint})"
+    assert (info.value.key, info.value.hint) == (key, hint)
+
+
+@pytest.mark.parametrize("override", ["run.env.qqqqq=1", "+run.env.qqqqq.x=1"])
+def test_run_env_as_a_list_never_suggests_its_items(override: str) -> None:
+    """Under a run.env written as a list the candidates are the profile keys, not the list's values."""
+    err = error({"run": {"env": ["qqqqqq"]}}, override)
+    assert err.key == "run.env.qqqqq"
+    assert "qqqqqq" not in (err.hint or "")
+
+
+# ------------------------------------------------------------------ interpolations in flow collections
+
+
+def test_interpolation_keys_of_a_mapping_come_back() -> None:
+    assert parse_value("{${x}: 1, k: ${y}}") == {"${x}": 1, "k": "${y}"}
+
+
+def test_a_value_holding_the_placeholder_stem_is_read_as_written() -> None:
+    """The tokens that stand in for ${...} while YAML reads a list are chosen so that they
+    cannot occur in the value itself."""
+    assert parse_value("[nemotroninterp, nemotroninterp0z, ${x}]") == ["nemotroninterp", "nemotroninterp0z", "${x}"]
+    assert parse_value("[nemotroninterpx0z, ${x}, x]") == ["nemotroninterpx0z", "${x}", "x"]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[${x}, ${y, 2]", "']' closes '{'"),
+    ("{a: ${x, b: 1}", "unclosed '{'"),
+])
+def test_an_unclosed_interpolation_in_a_list_is_the_bracket_error(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_value(text)
+    assert str(info.value).startswith(f"invalid value '{text}': {problem}")
+
+
+def test_interpolations_are_set_aside_only_in_flow_collections() -> None:
+    """Text that is not a list or mapping is checked as typed: the brackets after its
+    interpolations are still counted."""
+    with pytest.raises(ConfigError) as info:
+        parse_value("${x}- [${b: }")
+    assert str(info.value).startswith("invalid value '${x}- [${b: }': unclosed '['")
+
+
+@pytest.mark.parametrize("text", ["a: ${x y}: b", "k: ${.}: v"])
+def test_a_malformed_interpolation_in_text_yaml_cannot_read_is_refused(text: str) -> None:
+    """Such text is kept as text, but a ${...} in it that OmegaConf cannot parse is an
+    error now, not when the config is resolved on the cluster."""
+    with pytest.raises(ConfigError) as info:
+        parse_value(text)
+    assert str(info.value).startswith(f"invalid value '{text}': malformed interpolation '{text}'")
+
+
+def test_text_yaml_cannot_read_with_good_interpolations_stays_text() -> None:
+    assert parse_value("a: ${x}: b") == "a: ${x}: b"

@@ -241,3 +241,23 @@ def test_exclusions_stop_at_max_excluded_nodes(tmp_path):
     assert (end["kind"], end["requeue"], end["node"], end["exclude"]) == ("failed", True, "n1", "n3,n4")
     assert "not excluding n1: resilience.max_excluded_nodes (2) reached" in proc.stderr
     assert (res / "excluded").read_text().split() == ["n3", "n4"]
+
+
+@pytest.mark.parametrize("code", [2, 3])
+def test_a_config_or_backend_error_is_recorded_and_not_restarted(tmp_path, code):
+    """docs/resilience.md: exit codes 2 and 3 (a config or data error, a missing backend)
+    are not restarted: a requeue would fail the same way."""
+    proc, res = _run(tmp_path, f"exit {code}", "nemotron_srun_end")
+    assert proc.stdout.splitlines()[-1] == f"status {code}", proc.stdout + proc.stderr  # the job ends with it
+    end = _end(res)
+    assert (end["kind"], end["requeue"], end["exit_code"]) == ("failed", False, code)
+    assert end["reason"].endswith("a config or backend error, not restarted"), end
+    assert "requeue" not in (tmp_path / "calls").read_text()
+
+
+def test_any_other_failing_exit_code_is_restarted(tmp_path):
+    """The control of the test above: the same driver with exit 4 is requeued."""
+    proc, res = _run(tmp_path, "exit 4", "nemotron_srun_end")
+    assert proc.stdout.splitlines()[-1] == "status 0", proc.stdout + proc.stderr
+    assert (_end(res)["kind"], _end(res)["requeue"]) == ("failed", True)
+    assert "requeue 42" in (tmp_path / "calls").read_text().splitlines()
