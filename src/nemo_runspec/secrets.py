@@ -222,19 +222,25 @@ def secret_arguments(args: Iterable[str]) -> list[str]:
     >>> secret_arguments(["train.lr=1", "HF_TOKEN=abc", "--api-key", "k1", "--seed", "3"])
     ['HF_TOKEN=abc', 'k1']
     """
-    found: list[str] = []
-    items = [str(a) for a in args]
+    return list(dict.fromkeys(arg for arg, _ in _argument_secrets([str(a) for a in args])))
+
+
+def _argument_secrets(items: list[str]) -> list[tuple[str, str]]:
+    """``(argument, its secret value)`` for each argument of :func:`secret_arguments`: the
+    value of ``NAME=value``, the whole argument after ``--secret-name`` (even with ``=``
+    in it: ``--api-key abc123==``) or a credential-shaped token."""
+    found: list[tuple[str, str]] = []
     for i, arg in enumerate(items):
         name, eq, value = arg.lstrip("-").partition("=")
         if (eq and is_secret_name(name.replace("-", "_")) and is_secret_value(value)
                 and value.lower() not in ("true", "false", "none", "null")):
-            found.append(arg)
+            found.append((arg, value))
         elif (not eq and arg.startswith("-") and is_secret_name(name.replace("-", "_"))
               and i + 1 < len(items) and not items[i + 1].startswith("-")):
-            found.append(items[i + 1])
+            found.append((items[i + 1], items[i + 1]))
         elif looks_like_credential(arg):
-            found.append(arg)
-    return list(dict.fromkeys(found))
+            found.append((arg, arg))
+    return found
 
 
 def is_secret_value(value: Any) -> bool:
@@ -265,9 +271,9 @@ def find_secret_values(*objs: Any) -> list[str]:
                     found[str(value)] = None
         elif isinstance(node, (list, tuple)):
             if node and all(isinstance(item, str) for item in node):
-                for arg in secret_arguments(node):  # NAME=value: the value; --name value: value
+                for arg, value in _argument_secrets(node):  # NAME=value: the value; --name value: value
                     if not looks_like_credential(arg):  # (a credential-shaped token is masked anywhere)
-                        found[arg.partition("=")[2] if "=" in arg else arg] = None
+                        found[value] = None
             for item in node:
                 walk(item)
 

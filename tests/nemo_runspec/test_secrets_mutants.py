@@ -335,3 +335,38 @@ def test_marks_reach_env_vars_inside_a_list_of_profiles() -> None:
     profiles = [{"secret_env_vars": ["DB_URL"], "env_vars": {"DB_URL": DB_URL}}]
     assert find_secret_values(profiles) == [DB_URL]
     assert redact(profiles) == [{"secret_env_vars": ["DB_URL"], "env_vars": {"DB_URL": REDACTED}}]
+
+
+# ------------------------------------------------------------------ a list of strings is a command line
+# find_secret_values reads run.cli.passthrough (and any list of strings) like argv, so the
+# dry-run header, the job config and a saved job.yaml mask what secret_arguments finds.
+
+
+@pytest.mark.parametrize(("args", "values"), [
+    (["train.lr=1", "HF_TOKEN=abc123"], ["abc123"]),          # NAME=value: the value only
+    (("--api-key", "k1value", "--seed", "3"), ["k1value"]),  # --name value: the value (tuples too)
+    (["--api-key=k1value"], ["k1value"]),
+    (["API_KEY=abc123=="], ["abc123=="]),                    # '=' inside the value is kept
+    (["--api-key", "abc123=="], ["abc123=="]),               # ... and after a bare flag: the whole item
+    (["--password", "p=ss-word"], ["p=ss-word"]),
+])
+def test_a_list_of_strings_is_read_as_a_command_line(args: Any, values: list[str]) -> None:
+    assert find_secret_values({"passthrough": args}) == values
+    shown = redact_text(" ".join(args), find_secret_values(args))
+    assert all(v not in shown for v in values), shown
+
+
+def test_a_list_holding_other_than_strings_is_data_not_a_command_line() -> None:
+    """``["--token", 1]`` is not argv: reading it as one would make "1" a secret and mask
+    every 1 of the output."""
+    assert find_secret_values({"steps": ["--token", 1234567]}) == []
+    assert find_secret_values({"steps": ["--token", None, "x"]}) == []
+
+
+def test_a_credential_shaped_list_item_is_left_to_the_pattern_mask() -> None:
+    """A whole startup command holding a token is not made a secret value (the pattern
+    masks the token inside it, the rest of the command stays readable)."""
+    cmd = f"huggingface-cli login --token {HF}"
+    assert find_secret_values({"setup": [cmd, "python train.py"]}) == []
+    assert find_secret_values({"args": ["--api-key", "k1value", f"--hf={HF}"]}) == ["k1value"]
+    assert redact_text(cmd, find_secret_values([cmd])) == f"huggingface-cli login --token {REDACTED}"

@@ -436,3 +436,52 @@ def test_a_near_miss_of_a_special_section_lists_the_profiles(tmp_path: Path) -> 
     path.write_text('[wandbx]\nexecutor="local"\n[wandb]\nproject="x"\n[q]\nextends = "wandb"\n')
     assert _err(lambda: envmod.load_env_profile("q", path)).hint == "did you mean 'wandbx'?; valid: q, wandbx"
     assert _err(lambda: envmod.load_env_profile("wandb", path)).hint == "did you mean 'wandbx'?; valid: q, wandbx"
+
+
+# ------------------------------------------------------------------ EnvProfile as the reference's profile
+# docs: a profile is a read-only mapping (issue 11); env.nodes reads a profile key.
+
+
+def test_a_profile_is_true_even_with_no_keys_set() -> None:
+    """``if env:`` must not mistake a profile that sets nothing for no profile."""
+    empty = envmod.EnvProfile(name="x", path=None, chain=["x"], values={}, sources={})
+    assert len(empty) == 0 and bool(empty) is True
+
+
+def test_profiles_are_equal_when_read_alike(tmp_path: Path) -> None:
+    text = '[dev]\nexecutor="slurm"\naccount="a"\n[other]\nexecutor="slurm"\naccount="b"\n'
+    assert _profile(tmp_path, text) == _profile(tmp_path, text)
+    assert (_profile(tmp_path, text) == _profile(tmp_path, text, "other")) is False
+    assert _profile(tmp_path, text) != _profile(tmp_path, text, "other")
+
+
+def test_a_profile_key_reads_as_an_attribute(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\naccount="a"\nnodes=4\n')
+    assert (prof.nodes, prof.account) == (4, "a")
+    unset = _profile(tmp_path, '[dev]\nexecutor="slurm"\n')
+    assert (unset.time, unset.port, unset.nodes) == ("04:00:00", 22, None)  # unset: the documented default
+
+
+def test_a_name_that_is_no_profile_key_is_an_attribute_error(tmp_path: Path) -> None:
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\n')
+    with pytest.raises(AttributeError) as info:
+        _ = prof.nodez
+    assert str(info.value) == "'nodez' is not a profile key"
+    assert hasattr(prof, "nodez") is False
+
+
+def test_a_private_name_is_never_a_profile_key(tmp_path: Path) -> None:
+    """Names with ``_`` (what IPython, copy and pickle probe) are plain missing attributes."""
+    prof = _profile(tmp_path, '[dev]\nexecutor="slurm"\n')
+    with pytest.raises(AttributeError) as info:
+        _ = prof._repr_html_
+    assert str(info.value) == "_repr_html_"
+
+
+def test_a_profile_being_built_has_no_profile_keys() -> None:
+    """Before ``__init__`` has set ``values`` (unpickling, copy) no name is looked up in it."""
+    bare = envmod.EnvProfile.__new__(envmod.EnvProfile)
+    assert hasattr(bare, "nodes") is False
+    with pytest.raises(AttributeError) as info:
+        _ = bare.nodes
+    assert str(info.value) == "nodes"
