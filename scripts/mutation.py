@@ -214,7 +214,7 @@ def _git_state(module: Module) -> dict[str, object]:
     """The commit the run was made at, and whether the module's files differed from it."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
+        return done.stdout.rstrip() if done.returncode == 0 else ""  # porcelain lines start with a space
     dirty = git("status", "--porcelain", "--", *module.mutate, *module.tests)
     return {"commit": git("rev-parse", "HEAD") or None,
             "dirty_files": sorted(line[3:] for line in dirty.splitlines())}
