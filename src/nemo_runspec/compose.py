@@ -74,6 +74,16 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
     return _add_slurm(job, experiment, task_name, dependencies)
 
 
+def composing(experiment: Any, dependencies: list[str] | None) -> bool:
+    """Whether an ``execute(run, experiment=, dependencies=)`` call adds its task to a caller's
+    experiment; ``dependencies`` without one is an error (they are task ids of that experiment)."""
+    if experiment is None and dependencies:
+        raise ExecutionError("dependencies= names tasks of an experiment, but no experiment= was given",
+                             key="dependencies", hint="pass experiment=exp with the task ids exp.add returned, "
+                             "or drop dependencies= (a job on its own waits for nothing)")
+    return experiment is not None
+
+
 def _check_experiment(experiment: Any) -> None:
     missing = [a for a in ("add", "_id", "_title", "_exp_dir", "jobs") if not hasattr(experiment, a)]
     if missing:

@@ -109,6 +109,15 @@ def test_dry_run_adds_nothing(recipe, tmp_path: Path, capsys: pytest.CaptureFixt
         assert exp.jobs == [] and "Dry run" in capsys.readouterr().out
 
 
+def test_dependencies_without_an_experiment_are_refused(recipe) -> None:
+    """Task ids of an experiment mean nothing for a job on its own: refused before anything runs."""
+    from nemo_runspec.errors import ExecutionError
+
+    with pytest.raises(ExecutionError, match="no experiment= was given") as info:
+        execute_recipe(recipe, RunConfig(), dependencies=["nano3-data-prep"])
+    assert info.value.key == "dependencies" and "experiment=exp" in (info.value.hint or "")
+
+
 def test_not_an_experiment_is_a_one_line_error(recipe) -> None:
     from nemo_runspec.errors import ExecutionError
 

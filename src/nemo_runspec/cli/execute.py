@@ -33,7 +33,7 @@ def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: 
     ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
-    job = compile_job(spec, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
+    job = compile_job(spec, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task, it runs the experiment
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local"

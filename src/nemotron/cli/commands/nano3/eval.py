@@ -67,7 +67,8 @@ def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     The evaluator images' ``.sqsh`` imports are then not submitted.
     """
-    ev = evaluator.prepare_eval_job(compile_job(SPEC, cfg, check_artifacts=experiment is None))  # + tasks, W&B, images
+    job = compile_job(SPEC, cfg, check_artifacts=not compose.composing(experiment, dependencies))
+    ev = evaluator.prepare_eval_job(job)  # + tasks, W&B, images
     job = ev.job
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)

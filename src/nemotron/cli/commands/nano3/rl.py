@@ -49,7 +49,7 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
     ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
-    job = compile_job(SPEC, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
+    job = compile_job(SPEC, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": a local Ray instance

@@ -56,7 +56,7 @@ def execute(stage: Runspec | str, run: RunConfig | RecipeConfig, *, experiment: 
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
     spec = SPECS[stage] if isinstance(stage, str) else stage
-    job = compile_job(spec, run, check_artifacts=experiment is None)  # config + overrides + profile, with provenance
+    job = compile_job(spec, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     from nemotron.data_prep.validation import check_config  # imports pydantic: not at --help time
 
     check_config(job.train_config, stage_of(spec), overrides=list(run.overrides))  # every key typed, ${...} later
