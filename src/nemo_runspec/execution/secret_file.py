@@ -3,10 +3,11 @@ into the sbatch script, the job's logs or ``env_vars``.
 
 Mechanism: the values go into a mode-0600 file inside the job directory (written
 locally with ``O_EXCL``; over SSH by a remote ``umask 077`` shell that creates it
-with ``O_EXCL``, so it is 0600 from the moment it exists). The sbatch script only contains :func:`source_snippet`, which turns
-shell tracing off (the nemo-run template runs ``set -evx``), sources the file with
-``set -a`` so every entry is exported to the job's ``srun`` steps, turns tracing
-back on, and deletes the file when the batch script exits (kept for a requeue).
+with ``O_EXCL``, so it is 0600 from the moment it exists). The sbatch script only
+contains :func:`source_snippet`, which turns shell tracing off (the nemo-run
+template runs ``set -evx``), sources the file with ``set -a`` so every entry is
+exported to the job's ``srun`` steps, turns tracing back on, and deletes the file
+when the batch script exits (kept for a requeue).
 """
 
 from __future__ import annotations
