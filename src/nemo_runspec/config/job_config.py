@@ -321,7 +321,8 @@ def build_job_config(
     said once on stderr.
     """
     from nemo_runspec.config.loader import config_info
-    from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged, rename_in_error
+    from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged
+    from nemo_runspec.env.validation import rename_in_error
     from nemo_runspec.errors import EnvFileError
 
     data = OmegaConf.to_container(train_config, resolve=False)

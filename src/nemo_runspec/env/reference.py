@@ -187,17 +187,6 @@ def normalize_merged(values: dict[str, Any], *, table: str, where: Where, notes:
     return values
 
 
-def rename_in_error(exc: EnvFileError, renamed: Mapping[str, str]) -> EnvFileError:
-    """``exc`` about ``container_image`` re-worded for a table that wrote ``container``."""
-    top = (exc.key or "").split(".", 1)[0]
-    alias = renamed.get(top)
-    if alias is None:
-        return exc
-    key = alias + (exc.key or "")[len(top):]
-    return EnvFileError(exc.problem.replace(f"'{exc.key}'", f"'{key}'"), path=exc.path, line=exc.line,
-                        key=key, hint=exc.hint)
-
-
 def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: bool = True,
                       notes: list[Note] | None = None) -> dict[str, Any]:
     """A profile given as a plain mapping (a ``dict``, a ``DictConfig``), read as an env.toml profile.
@@ -229,7 +218,7 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
     layer = fold_profile_alias(layer, profile=table.strip("[]"))
     layer = normalize_merged(layer, table=table, where=nowhere, notes=notes)
     if validate:
-        from nemo_runspec.env.validation import validate_mapping
+        from nemo_runspec.env.validation import rename_in_error, validate_mapping
 
         try:
             validate_mapping(layer, table)

@@ -262,7 +262,6 @@ def validate_layer(
     reference spelling the table used (``container_image`` -> ``container``):
     errors then name and locate the user's own key."""
     from nemo_runspec.env.model import EnvProfileModel
-    from nemo_runspec.env.reference import rename_in_error
 
     renamed = dict(renamed or {})
     where = where_in(ef, profile)
@@ -317,3 +316,14 @@ def validate_mapping(values: Mapping[str, Any], table: str) -> None:
     from nemo_runspec.env.model import EnvProfileModel
 
     validate(dict(values), EnvProfileModel, table, lambda _keypath: (None, None), complete=True)
+
+
+def rename_in_error(exc: EnvFileError, renamed: Mapping[str, str]) -> EnvFileError:
+    """``exc`` about ``container_image`` re-worded for a table that wrote ``container``."""
+    top = (exc.key or "").split(".", 1)[0]
+    alias = renamed.get(top)
+    if alias is None:
+        return exc
+    key = alias + (exc.key or "")[len(top):]
+    return EnvFileError(exc.problem.replace(f"'{exc.key}'", f"'{key}'"), path=exc.path, line=exc.line,
+                        key=key, hint=exc.hint)
