@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nemo_runspec.dotted import lookup
+
 if TYPE_CHECKING:
     from nemo_runspec.squash import SquashPlan
 
@@ -120,21 +122,13 @@ def plan_image_squash(images: Iterable[EvaluatorImage], values: Mapping[str, Any
     return plans
 
 
-def _dotted(data: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(part)
-    return data
-
-
 def apply_squashed(config: Mapping[str, Any], plans: Iterable[tuple[EvaluatorImage, SquashPlan]],
                    ) -> dict[str, Any]:
     """A copy of ``config`` with each planned image replaced by its ``.sqsh`` path
     (at the key that names it, where it still names that image)."""
     out = copy.deepcopy(dict(config))
     for img, plan in plans:
-        if not img.settable or img.where is None or _dotted(out, img.where) != img.image:
+        if not img.settable or img.where is None or lookup(out, img.where) != img.image:
             continue
         *parents, leaf = img.where.split(".")
         node = out

@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nemo_runspec.dotted import lookup
+
 #: the key that turns W&B on in each known stage's own backend form
 STAGE_SWITCH = {"pretrain": "logger.wandb_project", "sft": "logger.wandb_project", "rl": "logger.wandb_enabled"}
 
@@ -41,15 +43,6 @@ def stage_of(recipe_name: str | None) -> str | None:
     name that is not ``FAMILY/STAGE`` with a stage of :data:`STAGE_SWITCH` (``nano3/data/prep/rl``)."""
     parts = str(recipe_name or "").split("/")
     return parts[1] if len(parts) == 2 and parts[1] in STAGE_SWITCH else None
-
-
-def _get(cfg: Any, dotted: str) -> Any:
-    node = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
 
 
 def wandb_view(cfg: Any) -> dict[str, Any]:
@@ -75,12 +68,12 @@ def wandb_switch(view: Mapping[str, Any], stage: str | None) -> str | None:
     ``view`` is :func:`wandb_view` of the config (or any mapping with plain ``run.wandb``
     and ``logger``); ``stage`` is ``pretrain``, ``sft``, ``rl`` or anything else (unknown).
     """
-    run = _get(view, "run.wandb")
+    run = lookup(view, "run.wandb")
     if run is False or (isinstance(run, Mapping) and run.get("enabled") is False):
         return None
     switches = [STAGE_SWITCH[stage]] if stage in STAGE_SWITCH else list(dict.fromkeys(STAGE_SWITCH.values()))
     for key in switches:
-        value = _get(view, key)
+        value = lookup(view, key)
         if (value is True) if key == "logger.wandb_enabled" else (value not in (None, "", False)):
             return key
     if run is True:

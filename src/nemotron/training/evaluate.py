@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nemo_runspec.dotted import lookup
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
 
 NATIVE_MODULE = "nemo_evaluator_launcher"
@@ -127,14 +128,6 @@ def _raw(cfg: Any) -> dict[str, Any]:
     return data
 
 
-def _get(data: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(data, dict):
-            return None
-        data = data.get(part)
-    return data
-
-
 def model_ref(cfg: Any) -> str:
     """What is evaluated, for the record: ``name:vN`` of the model artifact when
     :data:`MODEL_KEY` is ``${art:KEY,path}``, else the path as given."""
@@ -145,7 +138,7 @@ def model_ref(cfg: Any) -> str:
     from nemo_runspec.config.resolvers import register_resolvers
 
     raw = _raw(cfg)
-    value = str(_get(raw, MODEL_KEY) or "")
+    value = str(lookup(raw, MODEL_KEY) or "")
     m = re.fullmatch(r"\$\{art:\s*([^,}\s]+)\s*(?:,\s*path\s*)?\}(.*)", value)
     if not m:
         return value
@@ -164,16 +157,16 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
 
     raw = _raw(cfg)
     fb = dict(raw.get("fallback") or {})
-    listed = list(_get(raw, "evaluation.tasks") or [])
+    listed = list(lookup(raw, "evaluation.tasks") or [])
     tasks = select_tasks(listed, wanted_tasks(raw))
     if not tasks:
         raise ConfigError("no evaluation tasks", key="evaluation.tasks",
                           hint="list heldout_perplexity and/or answer_exact_match")
 
     def value(dotted: str) -> Any:
-        if _get(raw, dotted) in (None, ""):
+        if lookup(raw, dotted) in (None, ""):
             raise ConfigError(f"{dotted} is not set", key=dotted)
-        return resolve_path_key(cfg, dotted) if resolve else _get(raw, dotted)
+        return resolve_path_key(cfg, dotted) if resolve else lookup(raw, dotted)
 
     plan_tasks = []
     for task in tasks:
@@ -194,7 +187,7 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
         tokenizer = resolve_pkg(str(tokenizer))
     return {
         "backend": "torch-fallback",
-        "model": {"path": value(MODEL_KEY), "ref": model_ref(cfg) if resolve else _get(raw, "run.model")},
+        "model": {"path": value(MODEL_KEY), "ref": model_ref(cfg) if resolve else lookup(raw, "run.model")},
         "tokenizer": tokenizer,
         "device": fb.get("device") or "auto",
         "batch_size": int(fb.get("batch_size") or 16),
@@ -455,8 +448,8 @@ def run_native(cfg: Any, job_dir: Path) -> dict[str, Any]:
     _say(f"[eval] submitted NeMo Evaluator invocation {invocation}: {', '.join(names)}; "
          f"follow it with `nemo-evaluator-launcher status {invocation}`")
     return {"backend": "nemo-evaluator", "invocation_id": str(invocation), "task_names": names,
-            "output_dir": _get(config, "execution.output_dir"), "model": {"ref": model_ref(cfg),
-            "path": _get(config, MODEL_KEY)}, "metrics": {}, "eval_config": str(path),
+            "output_dir": lookup(config, "execution.output_dir"), "model": {"ref": model_ref(cfg),
+            "path": lookup(config, MODEL_KEY)}, "metrics": {}, "eval_config": str(path),
             "wandb": evaluator.wandb_export(config)}
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nemo_runspec.dotted import lookup
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.wandb_switch import wandb_switch
 
@@ -56,15 +57,6 @@ class WandbSettings:
     """The config key that turned W&B on (named in errors)."""
 
 
-def _get(cfg: Mapping[str, Any] | None, dotted: str) -> Any:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
-
-
 def _first(*values: Any) -> str | None:
     for v in values:
         if v not in (None, ""):
@@ -80,14 +72,14 @@ def wandb_settings(cfg: Mapping[str, Any], kind: str,
     switch = wandb_switch(cfg, kind)
     if switch is None:
         return None
-    run = _get(cfg, "run.wandb")
+    run = lookup(cfg, "run.wandb")
     run = run if isinstance(run, Mapping) else {}
     if kind == "rl":
-        own = {"project": _get(cfg, "logger.wandb.project"), "entity": _get(cfg, "logger.wandb.entity"),
-               "name": _get(cfg, "logger.wandb.name"), "save_dir": None}
+        own = {"project": lookup(cfg, "logger.wandb.project"), "entity": lookup(cfg, "logger.wandb.entity"),
+               "name": lookup(cfg, "logger.wandb.name"), "save_dir": None}
     else:
-        own = {"project": _get(cfg, "logger.wandb_project"), "entity": _get(cfg, "logger.wandb_entity"),
-               "name": _get(cfg, "logger.wandb_exp_name"), "save_dir": _get(cfg, "logger.wandb_save_dir")}
+        own = {"project": lookup(cfg, "logger.wandb_project"), "entity": lookup(cfg, "logger.wandb_entity"),
+               "name": lookup(cfg, "logger.wandb_exp_name"), "save_dir": lookup(cfg, "logger.wandb_save_dir")}
     return WandbSettings(
         project=_first(run.get("project"), own["project"], environ.get("WANDB_PROJECT")),
         entity=_first(run.get("entity"), own["entity"], environ.get("WANDB_ENTITY")),
