@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .resilience import ENV_DIR, EXIT_REQUEUE, Resilience
+from .resilience import ENV_DIR, EXIT_REQUEUE, Resilience, env_int
 
 #: seconds into the attempt after which the backends' own timers stop training (set by the batch side)
 ENV_EXIT_AFTER = "NEMOTRON_RESILIENCE_EXIT_AFTER"
@@ -40,10 +40,7 @@ ENV_EXIT_AFTER = "NEMOTRON_RESILIENCE_EXIT_AFTER"
 
 def rank_from_env() -> int:
     """This process's global rank (torchrun's ``RANK``; 0 for a single process)."""
-    try:
-        return int(os.environ.get("RANK") or 0)
-    except ValueError:
-        return 0
+    return env_int("RANK")
 
 
 class NativeResilience:

@@ -44,12 +44,17 @@ STOP_WARNING, STOP_TERM = 1.0, 1_000_000.0
 _POLL_SECONDS = 1.0
 
 
-def attempt() -> int:
-    """The Slurm attempt of this job (``$SLURM_RESTART_COUNT``, 0 for the first)."""
+def env_int(name: str) -> int:
+    """The integer in environment variable ``name``; 0 when unset or not a number."""
     try:
-        return int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+        return int(os.environ.get(name) or 0)
     except ValueError:
         return 0
+
+
+def attempt() -> int:
+    """The Slurm attempt of this job (``$SLURM_RESTART_COUNT``, 0 for the first)."""
+    return env_int("SLURM_RESTART_COUNT")
 
 
 class Resilience:
