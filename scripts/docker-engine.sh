@@ -17,7 +17,8 @@ PIDFILE=/run/docker-nemotron.pid
 DATA_ROOT=/var/lib/docker-nemotron
 LOG=/var/log/docker-nemotron.log
 TAG=nemotron-test/python3:bookworm
-IMAGE="${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}"
+# the squashfs image to import: the pyxis test image unless NEMOTRON_DOCKER_IMAGE names another
+IMAGE="${NEMOTRON_DOCKER_IMAGE:-${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}}"
 export DOCKER_HOST="unix://$SOCK"
 
 say() { echo "[docker-engine] $*" >&2; }
@@ -55,7 +56,7 @@ if ! command -v dockerd >/dev/null; then
 fi
 
 # The image comes first: without it a running engine is of no use to the tests.
-if ! out="$(bash "$REPO/scripts/containers.sh" image 2>&1 </dev/null)"; then
+if ! out="$(NEMOTRON_CONTAINER_IMAGE="$IMAGE" bash "$REPO/scripts/containers.sh" image 2>&1 </dev/null)"; then
   fail "no test image: ${out##*\[containers\] error: }"
 fi
 
