@@ -135,7 +135,7 @@ verify() {
   [ "$(gzip -dc "$1" 2>/dev/null | sha256sum | cut -d' ' -f1)" = "$3" ]
 }
 
-# source_of NAME VAR: where NAME comes from when it is not cached (see the header).
+# source_of NAME SRC_VAR URL: where NAME comes from when it is not cached (see the header).
 source_of() {
   local name="$1" explicit="${!2:-}"
   if [ -n "$explicit" ]; then echo "$explicit"

@@ -49,18 +49,19 @@ leave_out=""
 [ -z "$pyxis_missing" ] || leave_out="not pyxis"
 [ -z "$docker_missing" ] || leave_out="${leave_out:+$leave_out and }not docker"
 
-# containers_line PYTEST_ARGS...: the one line naming the selected tests whose stack is
-# missing, and why; prints nothing when no such test was selected.
+# containers_line PYTEST_ARGS...: when a stack is missing, the one line naming the tests
+# PYTEST_ARGS select that need it, and why.
 containers_line() {
   [ -n "$leave_out" ] || return 0
-  local marker tests parts=()
+  local marker tests pyxis_tests="" docker_tests="" parts=()
   while IFS=$'\t' read -r marker tests; do
     case "$marker" in
-      pyxis) [ -z "$pyxis_missing" ] || parts+=("$tests need pyxis/enroot: $pyxis_missing") ;;
-      docker) [ -z "$docker_missing" ] || parts+=("$tests need a Docker engine: $docker_missing") ;;
+      pyxis) pyxis_tests="$tests" ;;
+      docker) docker_tests="$tests" ;;
     esac
   done < <(.venv/bin/python -m tests.container_stack "$@" </dev/null)
-  [ "${#parts[@]}" -gt 0 ] || return 0
+  [ -z "$pyxis_missing" ] || parts+=("${pyxis_tests:-no selected tests} need pyxis/enroot: $pyxis_missing")
+  [ -z "$docker_missing" ] || parts+=("${docker_tests:-no selected tests} need a Docker engine: $docker_missing")
   local line="scripts/test.sh: container tests NOT RUN: ${parts[0]}"
   [ "${#parts[@]}" -lt 2 ] || line="$line; ${parts[1]}"
   [ "$ci" = 0 ] || line="$line (CI=true: this fails the run)"
@@ -68,12 +69,11 @@ containers_line() {
 }
 
 # finish RC PYTEST_ARGS...: print the containers line (the last line) and exit: RC, or 1
-# instead of 0 when it names tests under CI=true.
+# instead of 0 when a stack is missing under CI=true.
 finish() {
-  local rc="$1" line; shift
-  line="$(containers_line "$@")"
-  if [ -n "$line" ]; then
-    echo "$line"
+  local rc="$1"; shift
+  if [ -n "$leave_out" ]; then
+    containers_line "$@"
     [ "$ci" = 0 ] || [ "$rc" != 0 ] || rc=1
   fi
   exit "$rc"
