@@ -3,8 +3,8 @@ pyxis test image, and squashing an image the first time and when it is there.
 
     .venv/bin/python bench/bench_containers.py [--runs 5]
 
-Needs the cluster with container support (`scripts/slurm-cluster.sh up` with the
-pyxis-enroot kit); results go to bench/results/containers.json.
+Needs the cluster with container support (`scripts/slurm-cluster.sh up`, which runs
+scripts/containers.sh); results go to bench/results/containers.json.
 """
 
 from __future__ import annotations

@@ -10,10 +10,11 @@
 #
 # Environment: NEMOTRON_SLURM_STATE (default /var/tmp/nemotron-slurm),
 #              NEMOTRON_SLURM_TIMEOUT (default 90 s per wait),
-#              NEMOTRON_PYXIS_SETUP (default ../shared/tools/pyxis-enroot/setup.sh beside
-#                the checkout: builds enroot + pyxis, enables pyxis, makes a test image),
-#              NEMOTRON_CONTAINERS=off (no container support), NEMOTRON_CONTAINER_IMAGE.
-# See docs/dev/slurm-cluster.md for what is configured and why.
+#              NEMOTRON_CONTAINERS=off (leave container support as it is: no set-up),
+#              and scripts/containers.sh's settings (where enroot and pyxis come from,
+#              NEMOTRON_CONTAINER_IMAGE).
+# See docs/dev/slurm-cluster.md for what is configured and why, docs/dev/containers.md
+# for the containers.
 set -euo pipefail
 
 STATE="${NEMOTRON_SLURM_STATE:-/var/tmp/nemotron-slurm}"
@@ -517,37 +518,28 @@ Subsystem sftp $sftp" && stop_pid sshd
 }
 
 # --------------------------------------------------------------------------- commands
-# Containers: pyxis + enroot, built and enabled by the pyxis-enroot kit's set-up
-# script (idempotent; ~1 s when everything is already there). Where the kit is
-# not beside the checkout (a user's machine), point NEMOTRON_PYXIS_SETUP at its
-# setup.sh, or set NEMOTRON_CONTAINERS=off to run without container support.
+# Containers: pyxis + enroot and the test image, by scripts/containers.sh (idempotent;
+# about 2 s when everything is there). Not fatal: the cluster works without containers;
+# `containers.sh status` then says why (the container tests skip with that, or fail under
+# CI=true, and scripts/test.sh repeats it in its last line).
 CONTAINER_IMAGE_FILE="$STATE/container-image"
 ensure_containers() {
-  local setup="${NEMOTRON_PYXIS_SETUP:-$(cd "$(dirname "$0")/.." && pwd)/../shared/tools/pyxis-enroot/setup.sh}"
   if [ "${NEMOTRON_CONTAINERS:-on}" = off ]; then
-    rm -f "$CONTAINER_IMAGE_FILE"
-    say "containers: off (NEMOTRON_CONTAINERS=off)"; return 0
+    # leaves what an earlier `up` set up (and its record) as it is
+    say "containers: not set up (NEMOTRON_CONTAINERS=off)"; return 0
   fi
-  if [ ! -f "$setup" ]; then
-    if [ -f "$CONTAINER_IMAGE_FILE" ] && [ -f /etc/slurm/plugstack.conf.d/pyxis.conf ] \
-        && [ -f "$(cat "$CONTAINER_IMAGE_FILE")" ]; then
-      # set up earlier (from a checkout beside the kit): it is still there, keep using it
-      say "containers: pyxis + enroot from an earlier set-up, test image $(cat "$CONTAINER_IMAGE_FILE") (kit not found at $setup)"
-      return 0
-    fi
-    rm -f "$CONTAINER_IMAGE_FILE"
-    # Not fatal: the cluster works without containers; the container tests then
-    # skip (or fail under CI=true, through their fixture) with this same advice.
-    say "containers: NOT set up: pyxis/enroot set-up script not found at $setup; set NEMOTRON_PYXIS_SETUP=/path/to/pyxis-enroot/setup.sh (the kit with enroot and pyxis sources), or NEMOTRON_CONTAINERS=off"
+  local image="${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}" why
+  if NEMOTRON_CONTAINER_IMAGE="$image" bash "$(dirname "$0")/containers.sh" up \
+      >"$LOG/containers.log" 2>&1 </dev/null; then
+    echo "$image" >"$CONTAINER_IMAGE_FILE.tmp"
+    mv -f "$CONTAINER_IMAGE_FILE.tmp" "$CONTAINER_IMAGE_FILE"
+    say "containers: $(grep -o 'ready: .*' "$LOG/containers.log" | tail -n 1)"
     return 0
   fi
-  local image="${NEMOTRON_CONTAINER_IMAGE:-/var/tmp/pyxis-enroot/images/bookworm-python3.sqsh}"
-  # use_squashfuse: a step starts the .sqsh in place (~1 s) instead of unpacking it (~4 s)
-  IMAGE="$image" SKIP_TEST=1 PYXIS_ARGS="${PYXIS_ARGS:-use_squashfuse=true}" \
-    bash "$setup" >"$LOG/pyxis-setup.log" 2>&1 </dev/null \
-    || fail "containers: $setup failed" "$LOG/pyxis-setup.log"
-  echo "$image" >"$CONTAINER_IMAGE_FILE"
-  say "containers: pyxis + enroot ready, test image $image ($(grep -o 'total: [0-9.]*s' "$LOG/pyxis-setup.log" | tail -1))"
+  why="$(sed -n 's/^\[containers\] error: //p' "$LOG/containers.log" | tail -n 1)"
+  why="${why:-scripts/containers.sh up failed} (log: $LOG/containers.log)"
+  rm -f "$CONTAINER_IMAGE_FILE"
+  say "containers: NOT set up: $why"
 }
 
 make_dirs() {

@@ -1,17 +1,88 @@
 #!/usr/bin/env bash
-# Install the project with its test extras, bring up the local Slurm cluster and
-# sshd, then run pytest. Extra arguments go to pytest:
+# Install the project with its test extras, bring up the local Slurm cluster, sshd and the
+# container stacks, then run pytest. Extra arguments go to pytest:
 #   scripts/test.sh                          # the whole suite (two pytest runs, see below)
 #   scripts/test.sh tests/nemo_runspec/env -k foo # a subset, one pytest run as given
-# Exits with pytest's exit code. Never reads stdin (CI runs it with none).
+#   scripts/test.sh --setup-only             # only the set-up and its summary line; no tests
+# Container stacks that cannot be set up (pyxis/enroot on the cluster: scripts/containers.sh,
+# run by slurm-cluster.sh; a Docker engine: scripts/docker-engine.sh) do not stop the run:
+# the tests that need them are left out, or skip, and the last line names them and why.
+# Under CI=true that line is a failure. NEMOTRON_CONTAINERS=off sets up neither stack.
+# Exits with pytest's exit code; 1 when it is 0 but a stack is missing under CI=true.
+# Never reads stdin (CI runs it with none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+setup_only=0
+if [ "${1:-}" = --setup-only ]; then setup_only=1; shift; fi
+ci=0
+[ "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" = true ] && ci=1
+
 bash scripts/bootstrap.sh test </dev/null
 bash scripts/slurm-cluster.sh up </dev/null
-# A Docker engine and a local test image for the executor = "docker" tests.
-eval "$(bash scripts/docker-engine.sh up </dev/null)"
-export NEMOTRON_TEST_DOCKER_HOST="$DOCKER_HOST"
+
+# The container stacks: each *_missing is empty when the stack is ready, else why it is not.
+pyxis_missing="" docker_missing=""
+if [ "${NEMOTRON_CONTAINERS:-on}" = off ]; then
+  pyxis_missing="not set up (NEMOTRON_CONTAINERS=off)" docker_missing="$pyxis_missing"
+else
+  status="$(bash scripts/containers.sh status </dev/null 2>&1)" || pyxis_missing="${status#not ready: }"
+  docker_err="$(mktemp)"
+  if docker_env="$(bash scripts/docker-engine.sh up </dev/null 2>"$docker_err")"; then
+    eval "$docker_env"
+    export NEMOTRON_TEST_DOCKER_HOST="$DOCKER_HOST"
+  else
+    docker_missing="$(sed -n 's/^\[docker-engine\] error: //p' "$docker_err" | tail -n 1)"
+    docker_missing="${docker_missing:-scripts/docker-engine.sh up failed}"
+  fi
+  cat "$docker_err" >&2
+  rm -f "$docker_err"
+fi
+# what the fixtures say when a test needing a missing stack runs anyway (tests/container_stack.py)
+if [ -n "$pyxis_missing" ]; then export NEMOTRON_TEST_PYXIS_UNAVAILABLE="$pyxis_missing"; fi
+if [ -n "$docker_missing" ]; then
+  export NEMOTRON_TEST_DOCKER_UNAVAILABLE="$docker_missing"
+  unset NEMOTRON_TEST_DOCKER_HOST
+fi
+# `-m` expression leaving out the tests of the missing stacks (empty: none missing)
+leave_out=""
+[ -z "$pyxis_missing" ] || leave_out="not pyxis"
+[ -z "$docker_missing" ] || leave_out="${leave_out:+$leave_out and }not docker"
+
+# containers_line PYTEST_ARGS...: when a stack is missing, the one line naming the tests
+# PYTEST_ARGS select that need it, and why.
+containers_line() {
+  [ -n "$leave_out" ] || return 0
+  local marker tests pyxis_tests="" docker_tests="" parts=()
+  while IFS=$'\t' read -r marker tests; do
+    case "$marker" in
+      pyxis) pyxis_tests="$tests" ;;
+      docker) docker_tests="$tests" ;;
+    esac
+  done < <(.venv/bin/python -m tests.container_stack "$@" </dev/null)
+  [ -z "$pyxis_missing" ] || parts+=("${pyxis_tests:-no selected tests} need pyxis/enroot: $pyxis_missing")
+  [ -z "$docker_missing" ] || parts+=("${docker_tests:-no selected tests} need a Docker engine: $docker_missing")
+  local line="scripts/test.sh: container tests NOT RUN: ${parts[0]}"
+  [ "${#parts[@]}" -lt 2 ] || line="$line; ${parts[1]}"
+  [ "$ci" = 0 ] || line="$line (CI=true: this fails the run)"
+  echo "$line"
+}
+
+# finish RC PYTEST_ARGS...: print the containers line (the last line) and exit: RC, or 1
+# instead of 0 when a stack is missing under CI=true.
+finish() {
+  local rc="$1"; shift
+  if [ -n "$leave_out" ]; then
+    containers_line "$@"
+    [ "$ci" = 0 ] || [ "$rc" != 0 ] || rc=1
+  fi
+  exit "$rc"
+}
+
+if [ "$setup_only" = 1 ]; then
+  echo "scripts/test.sh: set-up done: cluster up; pyxis/enroot: ${pyxis_missing:-ready}; Docker engine: ${docker_missing:-ready}"
+  finish 0 tests
+fi
 
 # A hung test must not eat CI's whole time budget.
 timeout_arg=()
@@ -28,8 +99,9 @@ pytest_run() {  # pytest_run ARGS...: pytest with the suite's options; sets rc (
 }
 
 if [ $# -gt 0 ]; then
+  # as given: a selected test of a missing stack skips (fails under CI=true) with the reason
   pytest_run "$@"
-  exit "$rc"
+  finish "$rc" "$@"
 fi
 
 # The whole suite, in two streams at the same time: the tests that need no cluster, spread
@@ -62,9 +134,10 @@ cluster_log="$(mktemp "${TMPDIR:-/tmp}/nemotron-cluster-tests.XXXXXX")"
 trap 'rm -f "$cluster_log" "$cluster_log.rc"' EXIT
 cluster_tests() {
   local start=$SECONDS rc_shared
-  pytest_run "${cluster_parallel[@]}" -m "not cluster_alone" tests/e2e
+  pytest_run "${cluster_parallel[@]}" -m "not cluster_alone${leave_out:+ and $leave_out}" tests/e2e
   rc_shared=$rc
-  pytest_run -m cluster_alone tests/e2e
+  # (the whole tree: tests/scripts has one too, the fresh-clone set-up, which re-runs `up`)
+  pytest_run -m "cluster_alone${leave_out:+ and $leave_out}" tests
   [ "$rc_shared" = 0 ] || rc=$rc_shared
   echo "$rc $((SECONDS - start))" > "$cluster_log.rc"
 }
@@ -78,7 +151,7 @@ else
   # (|| true: under set -e a failing command in the trap would replace the suite's exit code)
   trap 'pkill -P "$cluster_pid" 2>/dev/null || true; kill "$cluster_pid" 2>/dev/null || true; rm -f "$cluster_log" "$cluster_log.rc"' EXIT
 fi
-pytest_run "${parallel[@]}" --ignore=tests/e2e tests
+pytest_run "${parallel[@]}" -m "not cluster_alone${leave_out:+ and $leave_out}" --ignore=tests/e2e tests
 rc_local=$rc local_s=$((SECONDS - start))
 if [ -n "$cluster_pid" ]; then
   echo "scripts/test.sh: waiting for the cluster tests ($((SECONDS - start)) s so far)"
@@ -90,5 +163,5 @@ fi
 read -r rc_cluster cluster_s < "$cluster_log.rc" || { rc_cluster=1 cluster_s=?; }
 echo "scripts/test.sh: tests without the cluster: exit $rc_local (${local_s} s, ${workers} workers);" \
   "cluster tests: exit $rc_cluster (${cluster_s} s, ${cluster_workers} workers, then the cluster_alone ones); whole suite $((SECONDS - start)) s"
-[ "$rc_local" = 0 ] && exit "$rc_cluster"
-exit "$rc_local"
+[ "$rc_local" = 0 ] && rc_local=$rc_cluster
+finish "$rc_local" tests

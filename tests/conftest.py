@@ -13,6 +13,8 @@
   server address pointing at ``127.0.0.1:9`` where nothing listens and error
   reporting off. A test that wants other values sets them with ``monkeypatch``
   (``tests/wandb_offline.offline_env`` does), which restores these afterwards.
+- A test that takes a container stack's fixture (``container_image``, ``docker_host``) is
+  marked ``pyxis`` or ``docker`` (``tests/container_stack.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import container_stack
 
 _SKIPPED: list[str] = []
 _ROOT: list[Path] = []
@@ -46,7 +50,20 @@ def _ci() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allowed_skip(reason): this test may skip under CI=true, for the reason given")
+    for line in container_stack.marker_descriptions():
+        config.addinivalue_line("markers", line)
     _ROOT[:] = [config.rootpath]
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    container_stack.mark_by_fixture(items)
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> str:
+    """DOCKER_HOST of the test engine (scripts/docker-engine.sh); skips, or fails under CI=true, without one."""
+    return container_stack.docker_host()
 
 
 def module_allows_skip(path: Path) -> bool:

@@ -65,6 +65,8 @@ def run_suite(tmp_path: Path, ci: str | None, files: dict[str, str] | None = Non
     for name, text in (files or {"test_suite.py": SUITE}).items():
         (tmp_path / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "CI"}
+    # the copied conftest imports tests.container_stack from this checkout
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
     if ci is not None:
         env["CI"] = ci
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args, str(tmp_path)],

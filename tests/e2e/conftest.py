@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import container_stack
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "slurm-cluster.sh"
 DEFAULT_STATE = "/var/tmp/nemotron-slurm"
@@ -161,15 +163,6 @@ def ssh_target(_cluster_health: str) -> SSHTarget:
 
 @pytest.fixture(scope="session")
 def container_image(slurm_cluster: SlurmCluster) -> str:
-    """The squashfs test image pyxis runs (set up by `slurm-cluster.sh up` through the
-    pyxis-enroot kit); fails under CI=true when container support is missing."""
-    marker = _state_dir() / "container-image"
-    image = marker.read_text().strip() if marker.is_file() else ""
-    plugstack = Path("/etc/slurm/plugstack.conf.d/pyxis.conf")
-    if image and Path(image).is_file() and plugstack.is_file():
-        return image
-    why = (f"no container support (marker {marker}, pyxis {plugstack}); "
-           "run scripts/slurm-cluster.sh up with the pyxis-enroot kit (NEMOTRON_PYXIS_SETUP)")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(why, pytrace=False)
-    pytest.skip(why)
+    """The squashfs test image pyxis runs (`slurm-cluster.sh up` sets it up through
+    scripts/containers.sh); skips with the reason, or fails under CI=true, without one."""
+    return container_stack.pyxis_image(_state_dir())

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 def test_batch_prints_one_json_line_a_script_can_use(tmp_path, slurm_cluster):

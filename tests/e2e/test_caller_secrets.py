@@ -23,8 +23,7 @@ pytestmark = [pytest.mark.slurm]
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
 from nemo_runspec.slurm import prepare_job, submit  # noqa: E402
-
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON  # noqa: E402
 
 
 @pytest.fixture

@@ -10,15 +10,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 SECRET = "hf_e2eSECRETvalue0123456789abcdef"
 
 

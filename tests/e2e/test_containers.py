@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.slurm]
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
+from tests.nemotron_cli import NEMOTRON  # noqa: E402
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 REPO = Path(__file__).resolve().parents[2]
 MARKER = "/etc/pyxis-test-image"  # exists only inside the test image
 

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
 from tests.e2e.test_containers import _cli_env
+from tests.nemotron_cli import NEMOTRON
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 RECIPE = '''\
 # /// script
 # [tool.runspec]

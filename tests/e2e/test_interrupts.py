@@ -20,18 +20,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 SECRET = "interruptSECRETvalue0123456789"
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 

@@ -10,16 +10,16 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 SECRET = "hf_e2eJOBSsecret0123456789abcdefgh"
 
 

@@ -5,20 +5,18 @@ one the monitor knows never resolves."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from nemo_runspec.slurm.queue import NEVER_STARTS
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 
 # the first test checks that the whole queue gained no job
 pytestmark = [pytest.mark.slurm, pytest.mark.cluster_alone]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 def test_more_nodes_than_the_partition_has_is_refused_before_submission(tmp_path, slurm_cluster):

@@ -13,18 +13,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from nemo_runspec.artifacts.registry import ArtifactRegistry
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 PREP_RECIPE = "nano3/data/prep/pretrain"
 STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl", "eval"]
 

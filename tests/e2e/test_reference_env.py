@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 SECRET = "hf_e2eREFERENCEsecret0123456789abcd"
 
 

@@ -24,19 +24,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from nemo_runspec.slurm import resilience
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 STEPS = 40
 STALL_TIMEOUT = 8
 #: seconds from the watchdog's detection to the attempt's end record (docs/resilience.md, Watchdog)

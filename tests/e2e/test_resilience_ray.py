@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 from .test_resilience import Job, _finished, _run, _wait
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 STEPS = 30
 # policy.model_name: the SFT model NeMo-RL would start from; the fallback does not read it
 TRAIN = ("nano3", "rl", "-c", "tiny", "policy.model_name=null", f"fallback.max_steps={STEPS}",

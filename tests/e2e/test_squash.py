@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 REPO = Path(__file__).resolve().parents[2]
 
 

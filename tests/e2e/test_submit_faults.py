@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 @pytest.fixture

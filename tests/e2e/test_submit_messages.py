@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.nemotron_cli import NEMOTRON
 
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 @pytest.fixture

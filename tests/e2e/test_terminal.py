@@ -8,17 +8,17 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 from .helpers import cli_env
 
 pytestmark = [pytest.mark.slurm]
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 class Terminal:

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from nemo_runspec.cli_context import split_global_args, split_unknown_args
 from nemo_runspec.errors import CLIUsageError
 from nemo_runspec.recipe_config import recipe_config_from
+from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 PY = sys.executable
 
 

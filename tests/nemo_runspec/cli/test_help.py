@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 PY = sys.executable
 CONFIG_DIR = ROOT / "src/nemotron/recipes/nano3/stage0_pretrain/config"
 FORBIDDEN = ("nemo_run", "ray", "torch", "wandb", "omegaconf", "pydantic")

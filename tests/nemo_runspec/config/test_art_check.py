@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,10 @@ from nemo_runspec.config.resolvers import registry_reachable
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.job import compile_job
 from nemo_runspec.recipe_config import recipe_config_from
+from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
 PRETRAIN = parse(ROOT / "src/nemotron/recipes/nano3/stage0_pretrain/train.py")
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from nemo_runspec.env.model import EnvProfileModel
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.backends import CLASSES, build_executor, executor_fields
+from tests.nemotron_cli import NEMOTRON
 
 PROFILES = {
     "docker": {"executor": "docker", "container_image": "img:1", "ipc_mode": "host", "runtime": "nvidia",
@@ -162,10 +163,8 @@ def test_a_skypilot_dry_run_shows_the_fields_without_skypilot(tmp_path) -> None:
     job script; submitting says what to install."""
     import os
     import subprocess
-    import sys
-    from pathlib import Path
 
-    nemotron = Path(sys.executable).with_name("nemotron")
+    nemotron = NEMOTRON
     (tmp_path / "env.toml").write_text('[sky]\nexecutor = "skypilot"\ncontainer_image = "img:1"\n'
                                        'cloud = "kubernetes"\nenv_vars = { HF_TOKEN = "skySECRET0123456789" }\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
@@ -188,10 +187,8 @@ def test_a_skypilot_dry_run_shows_the_fields_without_skypilot(tmp_path) -> None:
 def _dry_run(tmp_path, toml: str, profile: str, extra_env: dict | None = None):
     import os
     import subprocess
-    import sys
-    from pathlib import Path
 
-    nemotron = Path(sys.executable).with_name("nemotron")
+    nemotron = NEMOTRON
     (tmp_path / "env.toml").write_text(toml)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
     env.update(NEMOTRON_HOME=str(tmp_path / "home"), NEMOTRON_ENV_FILE=str(tmp_path / "env.toml"), COLUMNS="200",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from nemo_runspec.execution.local import run_child
+from tests.nemotron_cli import NEMOTRON
 
 
 def _alive(pid: int) -> bool:
@@ -94,7 +95,7 @@ def test_local_data_prep_interrupted_leaves_no_ray_process(tmp_path):
     # the tiny input would run in process: force a local Ray instance, whose cleanup is the point
     env.update(NEMOTRON_HOME=str(tmp_path / "nhome"), TERM="dumb", NEMOTRON_DATA_PREP_IN_PROCESS_BYTES="0",
                NEMOTRON_DATA_PREP_RAY="1")
-    nemotron = Path(sys.executable).with_name("nemotron")
+    nemotron = NEMOTRON
     proc = subprocess.Popen([str(nemotron), "nano3", "data", "prep", "pretrain", "-c", "tiny"],
                             env=env, cwd=tmp_path, start_new_session=True, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

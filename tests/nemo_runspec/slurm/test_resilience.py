@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.slurm import attempts as sa
 from nemo_runspec.slurm import resilience
-
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
 
 
 def _env_show(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:

@@ -19,6 +19,7 @@ from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.rl import run_rl
 from nemotron.data_prep.sft import run_sft
 from nemotron.data_prep.tokenizer import train_tokenizer
+from tests.nemotron_cli import NEMOTRON
 
 WORDS = "alpha beta gamma delta river stone cloud paper light north quick brown fox".split()
 runner = CliRunner()
@@ -241,7 +242,7 @@ def test_env_file_given_to_nemotron_picks_the_registry(data, tmp_path, monkeypat
     env_toml.write_text(f'[artifacts]\nbackend = "file"\nroot = "{root}"\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
     env.update(NEMOTRON_HOME=str(tmp_path / "home"), COLUMNS="200")
-    proc = subprocess.run([str(Path(sys.executable).with_name("nemotron")), "--env-file", str(env_toml),
+    proc = subprocess.run([str(NEMOTRON), "--env-file", str(env_toml),
                            "nano3", "data", "import", "rl", str(data["rl"])], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr

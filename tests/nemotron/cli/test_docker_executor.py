@@ -1,20 +1,20 @@
 """executor = "docker" for real: `nemotron run SCRIPT --run/--batch` in a container of a local
-image on the engine scripts/docker-engine.sh starts (scripts/test.sh exports
-NEMOTRON_TEST_DOCKER_HOST). Not marked allowed_skip: under CI=true a missing engine fails."""
+image on the engine scripts/docker-engine.sh starts (the `docker_host` fixture; scripts/test.sh
+exports NEMOTRON_TEST_DOCKER_HOST). Not marked allowed_skip: under CI=true a missing engine
+fails. The dry run and the no-engine error need no engine and always run."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
-NEMOTRON = Path(sys.executable).parent / "nemotron"
+from tests.nemotron_cli import NEMOTRON
+
 IMAGE = "nemotron-test/python3:bookworm"
 SCRIPT = '''\
 # /// script
@@ -38,9 +38,6 @@ sys.exit(int(os.environ.get("EXIT_WITH", "0")))
 
 @pytest.fixture
 def project(tmp_path):
-    host = os.environ.get("NEMOTRON_TEST_DOCKER_HOST")
-    if not host:
-        pytest.skip("no Docker engine: run scripts/docker-engine.sh up and set NEMOTRON_TEST_DOCKER_HOST")
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "default.yaml").write_text("greeting: hi\n")
     (tmp_path / "hello.py").write_text(SCRIPT)
@@ -52,9 +49,16 @@ def project(tmp_path):
         shm_size = "256m"
         env_vars = {{ MY_TOKEN = "${{oc.env:MY_TOKEN}}", EXIT_WITH = "${{oc.env:EXIT_WITH,0}}" }}
         '''))
-    env = {**os.environ, "DOCKER_HOST": host, "NEMOTRON_HOME": str(tmp_path / "home"),
+    env = {**os.environ, "NEMOTRON_HOME": str(tmp_path / "home"),
            "MY_TOKEN": "tok-a1b2c3d4e5f6", "NEMORUN_HOME": str(tmp_path / "nemorun")}
     return tmp_path, env
+
+
+@pytest.fixture
+def engine_project(project, docker_host):
+    """The project, with the test engine as DOCKER_HOST."""
+    cwd, env = project
+    return cwd, {**env, "DOCKER_HOST": docker_host}
 
 
 def _nemotron(project, *args, **env):
@@ -63,7 +67,8 @@ def _nemotron(project, *args, **env):
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
-def test_run_in_a_container_exits_with_the_scripts_code(project):
+def test_run_in_a_container_exits_with_the_scripts_code(engine_project):
+    project = engine_project
     proc = _nemotron(project, "--run", "dk", "--", "x", "two words", EXIT_WITH="3")
     assert proc.returncode == 3, proc.stderr
     assert "in container: True args: ['x', 'two words']" in proc.stdout
@@ -76,7 +81,8 @@ def test_run_in_a_container_exits_with_the_scripts_code(project):
             assert "tok-a1b2c3d4e5f6" not in path.read_text(errors="replace"), path
 
 
-def test_batch_returns_and_the_container_finishes(project):
+def test_batch_returns_and_the_container_finishes(engine_project):
+    project = engine_project
     started = time.monotonic()
     proc = _nemotron(project, "--batch", "dk")
     assert proc.returncode == 0, proc.stderr

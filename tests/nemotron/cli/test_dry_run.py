@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 SECRET = "hf_secretvalue1234567890abcdefXYZ"
 WANDB_SECRET = "wandbsecret-0123456789"
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from nemotron.cli.commands.env import app
 from tests.import_probes import nemotron_heavy_imports
+from tests.nemotron_cli import NEMOTRON
 
 ENV = """
 [base]
@@ -190,7 +191,6 @@ def test_debug_shows_traceback(env_file, tmp_path):
 
 # --- through the real `nemotron` entry point (global options are stripped from argv) ---
 
-NEMOTRON = Path(sys.executable).parent / "nemotron"
 
 
 def _nemotron(args: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
 
 
 def nemotron(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2

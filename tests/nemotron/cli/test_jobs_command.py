@@ -15,10 +15,9 @@ import pytest
 from nemo_runspec.slurm import ledger
 from nemo_runspec.slurm.ledger import Submission
 from tests.import_probes import nemotron_heavy_imports
+from tests.nemotron_cli import NEMOTRON
 
 from .fake_slurm import FakeSlurm
-
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,9 @@ from typer.testing import CliRunner
 from nemo_runspec.artifact_registry import get_registry, set_registry
 from nemo_runspec.cli.context import GlobalContext
 from nemotron.cli.commands.nano3.model.import_ import app
+from tests.nemotron_cli import NEMOTRON
 
 runner = CliRunner()
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 @pytest.fixture(autouse=True)

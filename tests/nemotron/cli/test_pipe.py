@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 SECRET = "hf_pipeSECRETvalue0123456789abcdef"
 
 

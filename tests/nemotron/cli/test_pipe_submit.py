@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.nemotron_cli import NEMOTRON
+
 from .fake_slurm import FakeSlurm
 
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 SECRET = "pipeSubmitSECRETvalue0123456789"
 STAGES = ["prep-pretrain", "pretrain"]
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
 
 
 def _dry_run(tmp_path: Path, *args: str, profile: str) -> subprocess.CompletedProcess[str]:

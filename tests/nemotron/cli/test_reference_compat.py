@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from tests.nemo_runspec.env.reference_examples import DRY_RUN_REFUSED, EXAMPLES, REFUSED, TOKEN
+from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 
 
 @pytest.fixture()

@@ -20,6 +20,7 @@ from nemo_runspec.cli.help import short_help
 from nemo_runspec.cli.recipe_typer import RecipeTyper
 from nemo_runspec.errors import ExecutionError
 from nemotron.cli.bin.nemotron import GROUPS
+from tests.nemotron_cli import NEMOTRON
 
 PY = sys.executable
 
@@ -258,7 +259,7 @@ def test_console_script_reports_a_closed_stdout_like_python(tmp_path):
     quick exit: 1), no traceback, and the quick exit's own flush does not raise."""
     read, write = os.pipe()
     os.close(read)
-    proc = subprocess.run([str(Path(PY).with_name("nemotron")), "--help"], stdout=write, stderr=subprocess.PIPE,
+    proc = subprocess.run([str(NEMOTRON), "--help"], stdout=write, stderr=subprocess.PIPE,
                           text=True, timeout=60, env=_env(), cwd=tmp_path)
     os.close(write)
     assert proc.returncode == 1, proc.stderr

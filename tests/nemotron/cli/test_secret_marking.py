@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
+
 DB = "postgres://u:pw1234567@db/x"
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 STEPS = {"nano3/prep-pretrain": "ray", "nano3/pretrain": "torchrun", "nano3/prep-sft": "ray",
          "nano3/sft": "torchrun", "nano3/prep-rl": "ray", "nano3/rl": "ray", "nano3/eval": "direct"}
 

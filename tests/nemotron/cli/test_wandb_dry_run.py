@@ -13,8 +13,9 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 KEY = "wbkey0123456789abcdef0123456789abcdef01"
 
 

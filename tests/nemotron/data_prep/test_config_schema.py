@@ -21,11 +21,11 @@ from nemo_runspec.errors import ConfigError
 from nemotron.data_prep.cli import load_config
 from nemotron.data_prep.schema import SETTINGS, key_table, keys
 from nemotron.data_prep.validation import check_config, settings_for
+from tests.nemotron_cli import NEMOTRON
 
 REPO = Path(__file__).resolve().parents[3]
 RECIPES = REPO / "src/nemotron/recipes/nano3"
 STAGE_DIRS = {"pretrain": "stage0_pretrain", "sft": "stage1_sft", "rl": "stage2_rl"}
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 
 
 def config_path(stage: str, name: str = "tiny") -> Path:

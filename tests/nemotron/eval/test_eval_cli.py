@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.nemotron_cli import NEMOTRON
+
 ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = Path(sys.executable).with_name("nemotron")
 WANDB_SECRET = "wandbsecret0123456789abcdefghij"
 HF_SECRET = "hf_abcdefghijklmnopqrstuvwxyz012345"
 

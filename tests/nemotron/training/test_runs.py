@@ -17,6 +17,7 @@ from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.rl import run_rl
 from nemotron.data_prep.sft import run_sft
 from nemotron.data_prep.tokenizer import train_tokenizer
+from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "src" / "nemotron" / "recipes" / "nano3"
@@ -161,7 +162,7 @@ def test_local_nproc_2_rank_1_lines_come_before_rank_0s_final_line_even_when_ran
     (hook / "sitecustomize.py").write_text(RANK1_DELAY_HOOK)
     e = dict(env, RANK1_DELAY="3", PYTHONPATH=os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")])),
              CUDA_VISIBLE_DEVICES="")
-    nemotron = Path(sys.executable).with_name("nemotron")
+    nemotron = NEMOTRON
     (tmp_path / "job").mkdir()
     p = subprocess.run([str(nemotron), "nano3", "pretrain", "-c", "tiny", "run.env.local_nproc=2",
                         "fallback.max_steps=4", "fallback.save_interval=0"], cwd=tmp_path / "job", env=e,

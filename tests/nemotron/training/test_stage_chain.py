@@ -6,10 +6,9 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON
 
 
 def test_data_prep_then_pretrain_then_sft_sees_the_model(tmp_path):
