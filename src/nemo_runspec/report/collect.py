@@ -249,6 +249,8 @@ def assemble(job: JobReport, files: JobFiles, *, packaging: str | Path | None = 
     _date_events(job)
     job.logs = [os.path.join(files.root, n) for n in sorted(files.tails, key=lambda n: (n.startswith("sbatch_"),
                                                                                        _attempt_of(n)))]
+    if source.endswith("progress.jsonl"):
+        job.logs.append(os.path.join(files.root, source))
     job.profiles = sorted(os.path.join(files.root, n) for n in files.listed if n.endswith(".nsys-rep"))
     offline = sorted(os.path.join(files.root, n) for n in files.listed if n.endswith(".wandb"))
     if offline:
@@ -312,6 +314,7 @@ def local_job(job_dir: str | Path, files: JobFiles) -> JobReport:
     root = Path(job_dir)
     job = JobReport(id=root.name, name=root.parent.name, where="local", job_dir=str(root))
     assemble(job, files)
+    job.identity.image = ""  # the runspec's image: not used by a run on this machine
     times = [t for s in job.series for t in s.times if t is not None]
     times += [e.t for e in job.events if e.t is not None]
     stamp = re.match(r"(\d{8}-\d{6})", root.name)

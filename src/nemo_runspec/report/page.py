@@ -17,29 +17,11 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from nemo_runspec.report import fmt
 from nemo_runspec.report.model import JOB, PIPE, Report, final_loss, tokens_per_sec
 
 _KIND_TEXT = {JOB: "job report", PIPE: "pipe report: one row per stage",
               "sweep": "sweep report: one row per point"}
-
-
-def _fmt_time(t: float | None) -> str:
-    return "-" if t is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-
-
-def _fmt_span(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
-
-
-def _fmt_num(value: float | None, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.{digits}f}" if digits else f"{value:,.0f}"
 
 
 def _file_url(path: str) -> str:
@@ -86,7 +68,7 @@ def render_html(report: Report) -> str:
         report=report, kind_text=_KIND_TEXT.get(report.kind, report.kind), tz=time.strftime("%Z"),
         bokeh_js=bundle.scripts() if bundle else "", bokeh_css="", script=script, divs=divs,
         plot_names=[n for n in divs if n != "timeline"], override_keys=keys,
-        fmt_time=_fmt_time, fmt_span=_fmt_span, fmt_num=_fmt_num, file_url=_file_url,
+        fmt_time=fmt.when, fmt_span=fmt.span, fmt_num=fmt.number, file_url=_file_url,
         loss_of=lambda job: (final_loss(job) or (None, None))[1], tps_of=tokens_per_sec,
     )
 

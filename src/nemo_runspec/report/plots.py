@@ -33,7 +33,7 @@ WIDTH = 1000
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 #: timeline bar colours by what the bar is
-BAR_COLOURS = {"queued": "#c7c7c7", "completed": "#2ca02c", "COMPLETED": "#2ca02c", "running": "#1f77b4",
+BAR_COLOURS = {"queued": "#c7c7c7", "start-up": "#dbdbdb", "completed": "#2ca02c", "COMPLETED": "#2ca02c", "running": "#1f77b4",
                "failed": "#d62728", "FAILED": "#d62728", "CANCELLED": "#7f7f7f", "cancelled": "#7f7f7f"}
 EVENT_MARKERS = {"checkpoint": "triangle", "requeued": "x", "resumed": "circle", "stopped": "square",
                  "published": "diamond", "submitted": "inverted_triangle", "eligible": "dash",
@@ -179,7 +179,10 @@ def timeline_figure(report: Report) -> Any | None:
         first = attempts[0].start if attempts and attempts[0].start else job.started
         if job.submitted is not None and first is not None and first > job.submitted and \
                 (report.kind != "job" or attempts[0].number == 0):
-            _bar(bars, row, job.submitted, first, "queued", "queued (submit to start)")
+            if job.where == "local":
+                _bar(bars, row, job.submitted, first, "start-up", "start-up (job dir created to first line)")
+            else:
+                _bar(bars, row, job.submitted, first, "queued", "queued (submit to start)")
         for att in attempts:
             if att.start is None:
                 continue
