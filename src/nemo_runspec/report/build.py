@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING
 
 from nemo_runspec.errors import CLIUsageError, NemoRunspecError
 from nemo_runspec.report import collect, jobfiles
-from nemo_runspec.report.model import EVAL_LOSS, JOB, PIPE, SWEEP, TRAIN_LOSS, JobReport, Member, Report
+from nemo_runspec.report.model import (
+    EVAL_LOSS,
+    JOB,
+    PIPE,
+    SWEEP,
+    TRAIN_LOSS,
+    JobReport,
+    Member,
+    Report,
+)
 
 if TYPE_CHECKING:
     from nemo_runspec.slurm.ledger import Pipe, Submission

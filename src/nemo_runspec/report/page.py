@@ -54,6 +54,7 @@ def render_html(report: Report) -> str:
     """The whole page (see the module docstring)."""
     import jinja2
     from bokeh.embed import components
+
     # the BokehJS parts these figures need, inlined (what bokeh.embed.file_html uses): plots only
     from bokeh.embed.bundle import bundle_for_objs_and_resources
     from bokeh.resources import INLINE
