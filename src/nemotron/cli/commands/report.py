@@ -23,8 +23,8 @@ HELP = ("Write one self-contained HTML report of a job, a pipe or several jobs (
         "throughput per attempt, the timeline, the job's identity.")
 FORMATS = ("html", "json")
 
-app = typer.Typer(name="report", help=HELP, add_completion=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+_app = typer.Typer(name="report", help=HELP, add_completion=False,
+                   context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def default_path(kind: str, report_id: str) -> Path:
@@ -47,7 +47,7 @@ def open_in_browser(path: Path) -> bool:
     return bool(browser.open(path.absolute().as_uri()))
 
 
-@app.command("report", cls=PlainParamsCommand)
+@_app.command("report", cls=PlainParamsCommand)
 def report(
     refs: Annotated[list[str], typer.Argument(
         metavar="ID...", show_default=False,
@@ -60,7 +60,7 @@ def report(
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="html or json.")] = "html",
     open_: Annotated[bool, typer.Option("--open", help="Open the page in a browser, where there is one.")] = False,
 ) -> None:
-    """Write one self-contained HTML report of a job, a pipe or several jobs (a sweep).
+    """Write one self-contained HTML report of a job, a pipe or several jobs (a sweep): loss and throughput per attempt, the timeline, the job's identity.
 
     The page needs no network (the plotting library is inside it): loss (train and eval) and tokens/s against step with one line per attempt and requeues marked, a timeline (queued, attempts, checkpoints, the end; a row per pipe stage or sweep point) and the job's identity (command line, profile and where each setting came from, image, packaged code, artifacts, logs, .nsys-rep profiles). A job still running gives what exists so far. The path is printed on stdout, a summary on stderr.
 
@@ -104,3 +104,8 @@ def report(
     sys.stdout.flush()
     if open_:
         open_in_browser(path)
+
+
+#: ``nemotron report``: one command, not a group (``nemotron report ID``)
+app = typer.main.get_command(_app)
+app.rich_help_panel = None  # listed with the groups, in no panel of its own
