@@ -54,14 +54,14 @@ def _megatron_iteration(iteration: int, total: int, elapsed_s: float, lr: float,
                         when: datetime) -> str:
     # train_utils.py (Megatron-Bridge 0.3.1) builds the line piece by piece like this
     s = f" [{when.strftime('%Y-%m-%d %H:%M:%S')}]"
-    s += " iteration {:8d}/{:8d} |".format(iteration, total)
-    s += " consumed samples: {:12d} |".format(iteration * batch)
-    s += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_s * 1000.0)
+    s += f" iteration {iteration:8d}/{total:8d} |"
+    s += f" consumed samples: {iteration * batch:12d} |"
+    s += f" elapsed time per iteration (ms): {elapsed_s * 1000.0:.1f} |"
     s += f" learning rate: {lr:.6E} |"
     s += f" global batch size: {batch:5d} |"
     s += " {}: {:.6E} |".format("lm loss", loss)
     s += f" loss scale: {1.0:.1f} |"
-    s += " number of skipped iterations: {:3d} |".format(0)
+    s += f" number of skipped iterations: {0:3d} |"
     return s
 
 
@@ -69,7 +69,7 @@ def test_megatron_bridge_lines():
     when = datetime(2025, 6, 1, 10, 0, 0)
     lines = [
         _megatron_iteration(10, 100, 0.5, 1e-4, 8, 10.23, when),
-        " validation loss at iteration 10 | lm loss value: {:.6E} | lm loss PPL: {:.6E} | ".format(9.5, 13000.0),
+        f" validation loss at iteration 10 | lm loss value: {9.5:.6E} | lm loss PPL: {13000.0:.6E} | ",
         "  successfully saved checkpoint from iteration {:7d} to {} [ t {}/{}, p {}/{} ]".format(
             10, "/ckpt", 1, 1, 1, 1),
     ]

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.import_probes import imported_after
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
