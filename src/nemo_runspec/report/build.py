@@ -53,6 +53,8 @@ def _dir_job(path: Path) -> JobReport:
         return collect.local_job(path, files)
     job = JobReport(id=sorted(ids)[-1], name=path.name, where="slurm", job_dir=str(path))
     collect.assemble(job, files, packaging=path / "packaging.json")
+    if job.attempts and job.attempts[-1].kind:  # how its last attempt ended, as it recorded it
+        job.state = job.attempts[-1].kind.upper()
     job.notes.append("read from the job dir alone: no Slurm times or state (give the job id for those)")
     return job
 

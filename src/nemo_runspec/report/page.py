@@ -44,7 +44,7 @@ def figures(report: Report) -> dict[str, object]:
         if member.job is None:
             continue
         for j, fig in enumerate(plots.job_figures(i, member.job)):
-            if report.kind == PIPE:
+            if report.kind != JOB:
                 fig.title.text = f"{member.label}: {fig.title.text}"
             out[f"job-{i}-{j}"] = fig
     return out
