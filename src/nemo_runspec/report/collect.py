@@ -252,6 +252,10 @@ def assemble(job: JobReport, files: JobFiles, *, packaging: str | Path | None = 
     if source.endswith("progress.jsonl"):
         job.logs.append(os.path.join(files.root, source))
     job.profiles = sorted(os.path.join(files.root, n) for n in files.listed if n.endswith(".nsys-rep"))
+    elsewhere = {s.key: s.value for s in job.identity.settings}.get("profiling.output_dir")
+    if elsewhere and not job.profiles:
+        job.notes.append(f"nsys reports go to {elsewhere} (run.profile.output_dir), outside the job dir: "
+                         "not listed here")
     offline = sorted(os.path.join(files.root, n) for n in files.listed if n.endswith(".wandb"))
     if offline:
         job.notes.append("W&B runs of this job: " + ", ".join(offline)

@@ -66,6 +66,19 @@ def test_default_path_is_under_nemotron_home_and_summary_on_stderr(tmp_path):
            "1,000 tok/s" in proc.stderr
 
 
+def test_nsys_reports_in_the_job_dir_are_linked(tmp_path):
+    job = _local_job_dir(tmp_path)
+    (job / "nsys").mkdir()
+    rep = job / "nsys" / "profile_123_4242_node0_rank0.nsys-rep"
+    rep.write_bytes(b"not really")
+    proc = _run(tmp_path, "report", str(job), "-o", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert f'<a class="nsys" href="{rep.as_uri()}">{rep}</a>' in (tmp_path / "r.html").read_text()
+    assert "1 nsys report(s)" in proc.stderr
+    data = json.loads(_run(tmp_path, "report", str(job), "--format", "json").stdout)
+    assert data["members"][0]["job"]["profiles"] == [str(rep)]
+
+
 def test_open_without_a_browser_warns_and_still_writes(tmp_path):
     job = _local_job_dir(tmp_path)
     # no display and no BROWSER: Python's webbrowser finds none here (Debian's chromium is an X browser)
