@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from nemo_runspec.slurm import profiling
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
@@ -161,9 +159,9 @@ def test_cpu_run_says_nothing_is_captured(capsys):
 
 
 def test_megatron_bridge_gets_its_profiling_config():
-    from tests.nemotron.megatron_bridge_wheel import wheel_root
     from nemotron.training import megatron_bridge as mb
     from nemotron.training.nsys import native_profiling
+    from tests.nemotron.megatron_bridge_wheel import wheel_root
 
     fields = native_profiling({"NEMOTRON_NSYS_STEPS": "10:12", "NEMOTRON_NSYS_RANKS": "0"})
     module, _, cls = mb.PROFILING_CONFIG.rpartition(".")
