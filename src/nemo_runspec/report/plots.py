@@ -209,7 +209,7 @@ def timeline_figure(report: Report) -> Any | None:
     fig.hbar(y="row", left="start", right="end", height=0.5, source=bar_src, fill_color="colour",
              line_color="colour", legend_field="kind")
     ev_src = ColumnDataSource(events, name="timeline/events")
-    fig.scatter(x="t", y="row", source=ev_src, marker="marker", size=11, color="#222222")
+    fig.scatter(x="t", y="row", source=ev_src, marker="marker", size=11, color="#222222", legend_field="kind")
     hover = fig.select_one(HoverTool)
     hover.tooltips = [("", "@label")]
     fig.add_layout(fig.legend[0], "right")
