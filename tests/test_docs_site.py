@@ -62,3 +62,17 @@ def test_strict_build_fails_on_each_kind_of_gap(tmp_path):
     assert "orphan.md" in out
     assert "public function nemo_runspec.dotted.helper_without_docstring has no docstring" in out
     assert "public module nemo_runspec.brand_new is on no page" in out
+
+
+def test_rest_docstrings_become_markdown():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from griffe_rst import rst_to_markdown
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    text = ("See :func:`~nemo_runspec.slurm.ledger.find` and :class:`PreparedJob`.\n\nUse it so::\n\n"
+            "    job = find('168')\n    print(job)\n\nThen:\n\n"
+            "======  =====\nmodule  holds\n======  =====\n``a``   one\n``b``   two\n======  =====\n")
+    assert rst_to_markdown(text) == (
+        "See `find` and `PreparedJob`.\n\nUse it so:\n\n```\njob = find('168')\nprint(job)\n```\n\nThen:\n\n"
+        "| module | holds |\n|---|---|\n| ``a`` | one |\n| ``b`` | two |\n")
