@@ -95,6 +95,8 @@ def jobs(tmp_path_factory, slurm_cluster) -> dict:
         while len(_lines(steps)) < 12 and time.monotonic() < deadline:
             time.sleep(0.5)
         assert len(_lines(steps)) >= 12, "the resilient job never reached step 12"
+        running = home.nemotron("report", preempted["job_id"], "--format", "json")  # mid-run: what exists so far
+        recorded_then = len(_lines(steps))
         assert subprocess.run(["scontrol", "requeue", preempted["job_id"]]).returncode == 0
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and not all(_state(i) not in ("", "RUNNING", "PENDING", "REQUEUED")
@@ -104,7 +106,18 @@ def jobs(tmp_path_factory, slurm_cluster) -> dict:
         subprocess.run(["scancel", *ids], capture_output=True)
     states = {i: _state(i) for i in ids}
     assert set(states.values()) == {"COMPLETED"}, states
-    return {"home": home, "pipe": pipe, "preempted": preempted, "points": points}
+    return {"home": home, "pipe": pipe, "preempted": preempted, "points": points, "running": running,
+            "recorded_then": recorded_then}
+
+
+def test_a_running_job_reports_what_exists_so_far(jobs):
+    proc = jobs["running"]
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout)["members"][0]["job"]
+    assert job["state"] == "RUNNING" and job["ended"] is None
+    assert [(a["number"], a["kind"], a["end"]) for a in job["attempts"]] == [(0, "", None)]
+    loss = next(s for s in job["series"] if s["metric"] == "train/loss")
+    assert 12 <= loss["steps"][-1] <= jobs["recorded_then"] < STEPS  # the steps recorded by then, no more
 
 
 def test_preempted_and_requeued_job(jobs, tmp_path):
