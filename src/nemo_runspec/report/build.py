@@ -101,6 +101,8 @@ def job_report(ref: str) -> Report:
     """The report of one job or pipe reference (see the module docstring)."""
     from nemo_runspec.slurm.ledger import Pipe
 
+    # SWEEPS (issue 32): once a sweep has a record of its own, its id resolves here to its
+    # points (each a job and its overrides) and the report is sweep_report(title, jobs, overrides).
     found = _resolve(ref)
     now = time.time()
     if isinstance(found, Path):
