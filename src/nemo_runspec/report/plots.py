@@ -171,7 +171,7 @@ def timeline_figure(report: Report) -> Any | None:
         return None
     names = [r[0] for r in reversed(rows)]
     bars: dict[str, list[Any]] = {"row": [], "start": [], "end": [], "kind": [], "label": [], "colour": []}
-    events: dict[str, list[Any]] = {"row": [], "t": [], "kind": [], "label": [], "marker": []}
+    events: dict[str, list[Any]] = {"row": [], "t": [], "kind": [], "label": [], "marker": [], "event": []}
     now = report.generated
     for row, member, attempts in rows:
         job = member.job
@@ -198,18 +198,20 @@ def timeline_figure(report: Report) -> Any | None:
             events["row"].append(row)
             events["t"].append(_local_ms(ev.t))
             events["kind"].append(ev.kind)
+            events["event"].append(ev.kind)
             events["label"].append(f"{ev.kind}" + (f" (step {ev.step})" if ev.step is not None else "")
                                    + (f": {ev.label}" if ev.label and ev.label != ev.kind else ""))
             events["marker"].append(EVENT_MARKERS.get(ev.kind, "circle"))
     fig = _figure("timeline" + (" (one row per stage)" if report.kind == "pipe" else
                                 " (one row per point)" if report.kind == SWEEP else ""),
                   "", x_label=f"time ({time.strftime('%Z')})", x_axis_type="datetime", y_range=names)
-    fig.height = max(200, 80 + 40 * len(names))
+    fig.height = max(300, 80 + 40 * len(names))  # room for the legend of bars and event markers
     bar_src = ColumnDataSource(bars, name="timeline/bars")
     fig.hbar(y="row", left="start", right="end", height=0.5, source=bar_src, fill_color="colour",
              line_color="colour", legend_field="kind")
     ev_src = ColumnDataSource(events, name="timeline/events")
-    fig.scatter(x="t", y="row", source=ev_src, marker="marker", size=11, color="#222222", legend_field="kind")
+    # its own legend column: two renderers with legend_field "kind" would share one legend item
+    fig.scatter(x="t", y="row", source=ev_src, marker="marker", size=11, color="#222222", legend_field="event")
     hover = fig.select_one(HoverTool)
     hover.tooltips = [("", "@label")]
     fig.add_layout(fig.legend[0], "right")
