@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.report import identity as ident
+from nemo_runspec.report.artifacts import resolve_consumed
 from nemo_runspec.report.jobfiles import JobFiles
 from nemo_runspec.report.logparse import LineParser, LogFacts
 from nemo_runspec.report.model import TRAIN_LOSS, Attempt, Event, JobReport, Series
@@ -293,6 +294,7 @@ def slurm_job(sub: Submission, files: JobFiles, state: JobState | None,
         job.started = job.attempts[0].start
     if job.ended is None and state is not None and state.finished and job.attempts:
         job.ended = job.attempts[-1].end
+    job.notes += resolve_consumed(job.identity.consumed, job.started or job.submitted, env_file=sub.env_file)
     _attempt_events(job)
     return job
 
@@ -336,6 +338,7 @@ def local_job(job_dir: str | Path, files: JobFiles) -> JobReport:
     if finished and times:
         job.ended = max(times)
     job.attempts = [Attempt(0, start=job.started, end=job.ended, kind=job.state if job.ended else "")]
+    job.notes += resolve_consumed(job.identity.consumed, job.started)
     _attempt_events(job)
     return job
 

@@ -121,3 +121,27 @@ def test_root_help_and_report_help_import_no_plotting():
     heavy = ("bokeh", "nemo_runspec.report", "nemo_runspec.report.build", "nemo_runspec.report.page")
     assert _imported(["--help"], heavy) == []
     assert _imported(["report", "--help"], heavy) == []
+
+
+def test_consumed_latest_is_the_version_latest_was_when_the_job_started(tmp_path):
+    import time
+
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+
+    reg = ArtifactRegistry(tmp_path / "reg")
+    (tmp_path / "d1").mkdir()
+    (tmp_path / "d2").mkdir()
+    reg.publish("tiny-data", str(tmp_path / "d1"))
+    started = time.time() + 1.0
+    job = _local_job_dir(tmp_path)
+    (job / "job.yaml").write_text("run:\n  data: tiny-data:latest\n  cli:\n    argv: [nano3, pretrain]\n"
+                                  "data:\n  data_path: ${art:data,path}\n")
+    (job / "progress.jsonl").write_text(json.dumps({"t": started, "attempt": 0, "line": "[pretrain] step 1/1 | "
+                                                    "loss 1.0000 | lr 1.00e-03 | 9 tok/s"}) + "\n")
+    time.sleep(max(0.0, started + 2.5 - time.time()))
+    reg.publish("tiny-data", str(tmp_path / "d2"))  # latest moved after the job started
+    proc = _run(tmp_path, "report", str(job), "--format", "json", NEMOTRON_ARTIFACTS_ROOT=str(tmp_path / "reg"))
+    assert proc.returncode == 0, proc.stderr
+    consumed = json.loads(proc.stdout)["members"][0]["job"]["identity"]["consumed"]
+    assert consumed == [{"ref": "tiny-data:latest = tiny-data:v1 (latest when the job started)", "key": "data",
+                         "path": str(tmp_path / "d1")}]
