@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install the project into it, editable.
 #   scripts/bootstrap.sh          -> runtime deps (CLI, nemo-run, Ray, tokenizers)
-#   scripts/bootstrap.sh test     -> plus torch (CPU), megatron-core, wandb, pytest, hypothesis, ruff
+#   scripts/bootstrap.sh test     -> plus torch (CPU), megatron-core, wandb, pytest, hypothesis, ruff,
+#                                    the docs tools, playwright, and Debian's chromium (scripts/browser.sh)
 # Idempotent: a second run with nothing changed takes a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "[bootstrap] creating .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
+[ "$extras" = test ] && bash scripts/browser.sh  # Debian's chromium for the report tests
 stamp=".venv/.installed-${extras:-base}"
 want="$(cat pyproject.toml scripts/bootstrap.sh | sha1sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

@@ -52,6 +52,7 @@ class GitMount:
     name: str
 
     def as_dict(self) -> dict[str, str]:
+        """The mount as the plain mapping ``git_mounts`` holds."""
         return {"url": self.url, "ref": self.ref, "target": self.target, "name": self.name}
 
     def placeholder(self, git_dir: str) -> str:

@@ -60,12 +60,14 @@ class ArtifactFileSystem(AbstractFileSystem):
         return {**entry, "name": f"{ref}/{rel}" if rel else ref}
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any):
+        """The entries under ``art://`` ``path`` (dicts with ``detail``, else their names)."""
         fs, target, ref, art_base = self._split(path)
         entries = fs.ls(target, detail=True)
         out = [self._out(ref, e, art_base) for e in entries]
         return out if detail else [e["name"] for e in out]
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        """fsspec's ``info`` of the file ``art://`` ``path`` names."""
         fs, target, ref, art_base = self._split(path)
         return self._out(ref, fs.info(target), art_base)
 
@@ -76,6 +78,7 @@ class ArtifactFileSystem(AbstractFileSystem):
         return fs.open(target, mode, **kwargs)
 
     def cat_file(self, path: str, start=None, end=None, **kwargs: Any) -> bytes:
+        """The bytes of ``art://`` ``path`` (from ``start`` to ``end`` when given)."""
         fs, target, _, _ = self._split(path)
         return fs.cat_file(target, start=start, end=end, **kwargs)
 

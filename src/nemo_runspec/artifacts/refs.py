@@ -68,8 +68,17 @@ class Backend(Protocol):
     """Storage behind an :class:`ArtifactRegistry`."""
 
     def publish(self, name: str, source: str | None, *, metadata: Mapping[str, Any],
-                aliases: Iterable[str], copy: bool) -> Artifact: ...
-    def get(self, name: str, selector: str) -> Artifact: ...
-    def names(self) -> list[str]: ...
-    def versions(self, name: str) -> list[Artifact]: ...
-    def set_alias(self, name: str, alias: str, version: int) -> None: ...
+                aliases: Iterable[str], copy: bool) -> Artifact:
+        """Register ``source`` as the next version of ``name`` (``latest`` and ``aliases`` move to it)."""
+
+    def get(self, name: str, selector: str) -> Artifact:
+        """The version of ``name`` that ``selector`` (``latest``, ``v3``, ``3``, an alias) names."""
+
+    def names(self) -> list[str]:
+        """Every artifact name in the registry."""
+
+    def versions(self, name: str) -> list[Artifact]:
+        """Every version of ``name``, oldest first."""
+
+    def set_alias(self, name: str, alias: str, version: int) -> None:
+        """Point ``alias`` of ``name`` at ``version``."""

@@ -19,6 +19,8 @@
   unknown ones get a did-you-mean over the profile keys. Nested keys below a
   profile key (``run.env.env_vars.HF_HOME=/x``) are created as needed.
   ``run.env.container`` is ``run.env.container_image`` (the reference's synonym).
+- ``run.profile.K=v`` is ``run.env.profiling.K=v`` (``run.profile.nsys=true``:
+  docs/reports.md, "Profiling"); ``run.profile`` itself stays the profile's name.
 - ``run.KEY=v`` for a profile key ``KEY`` is ``run.env.KEY=v`` (the reference's
   ``run.nodes=8``), unless the config's own ``run:`` has a ``KEY`` (``run.data``,
   ``run.model`` stay what they are). Only plain sets and deletes are read so;
@@ -369,6 +371,8 @@ def canonical(ov: Override, run: Any) -> Override:
     from nemo_runspec.env.reference import SYNONYMS, shorthand_keys
 
     path = ov.path
+    if len(path) >= 3 and path[:2] == ("run", "profile") and ov.op in ("set", "delete"):
+        path = ("run", "env", "profiling", *path[2:])  # run.profile.nsys=true (docs/reports.md, Profiling)
     if (len(path) >= 2 and path[0] == "run" and path[1] != "env" and ov.op in ("set", "delete")
             and not (isinstance(run, dict) and path[1] in run) and path[1] in shorthand_keys()):
         path = ("run", "env", *path[1:])

@@ -27,6 +27,7 @@ from nemo_runspec.env.packager_keys import (
     unused_keys,
     unused_message,
 )
+from nemo_runspec.env.profiling import ProfilingModel
 
 ExecutorName = Literal["local", "slurm", "docker", "skypilot", "dgxcloud", "lepton"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
@@ -171,6 +172,7 @@ class EnvProfileModel(BaseModel):
     # submission
     retries: int | None = Field(default=None, ge=0)
     resilience: ResilienceModel | None = None
+    profiling: ProfilingModel | None = None  # nsys around the training command (env/profiling.py)
     job_name_prefix: str | None = None
     srun_args: list[str] | None = None
     sbatch_options: dict[str, str | int | bool] | None = None
@@ -201,8 +203,7 @@ class EnvProfileModel(BaseModel):
     ray_timeout: int | None = Field(default=None, ge=1)
     # local execution
     local_nproc: int | None = Field(default=None, ge=1)
-    # how recipe commands treat the profile (the reference's keys): dry_run = true makes every
-    # command using it a dry run; detach = true makes --run submit detached, as --batch does
+    # the reference's keys: dry_run = true makes every command a dry run; detach = true makes --run detach
     dry_run: bool | None = None
     detach: bool | None = None
     # nemo-run's other executors (env.executor_keys says which executor reads which key;

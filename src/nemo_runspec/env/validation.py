@@ -52,6 +52,7 @@ _TOML_TYPES = {str: "string", int: "integer", bool: "boolean", float: "float", l
 
 
 def toml_type(value: Any) -> str:
+    """The TOML name of ``value``'s type (``string``, ``integer``, ...) for error messages."""
     for py, name in _TOML_TYPES.items():
         if type(value) is py:
             return name
@@ -247,6 +248,8 @@ def validate(
     *,
     complete: bool = False,
 ) -> None:
+    """Check ``data`` against ``model``; a problem is one :class:`~nemo_runspec.errors.EnvFileError`
+    naming ``section``'s key and, through ``locate``, its file and line."""
     from pydantic import ValidationError
 
     try:
@@ -280,6 +283,8 @@ def validate_layer(
 def validate_complete(
     merged: Mapping[str, Any], ef: EnvFile, name: str, sources: Mapping[str, Any]
 ) -> None:
+    """Validate profile ``name`` after its ``extends`` chain is merged; errors point at the
+    file and line each key came from (``sources``)."""
     from nemo_runspec.env.model import EnvProfileModel
 
     def locate(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:

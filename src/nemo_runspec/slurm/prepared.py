@@ -265,8 +265,9 @@ def prepare_job(
     )
     if values.get("git_mounts"):
         _plan_git_mounts(prepared, job, bare_metal=bare_metal)
-    if uses_launch_script(runspec):
-        _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal)
+    nsys = _nsys_settings(values, prepared)
+    if uses_launch_script(runspec) or nsys is not None:
+        _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys)
     if values.get("executor") == "slurm":
         from nemo_runspec.slurm import resilience
 
@@ -282,8 +283,19 @@ def prepare_job(
     return prepared
 
 
+def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> Any:
+    """The job's ``run.profile.nsys`` settings (a Slurm torchrun or direct job), else None."""
+    from nemo_runspec.slurm import profiling
+
+    settings = profiling.settings_of(values) if values.get("executor") == "slurm" else None
+    if settings is not None and prepared.is_ray:
+        raise ConfigError("run.profile.nsys profiles torchrun and direct recipes; this one launches Ray",
+                          key="profiling.nsys", hint="profile the Ray workers from the recipe itself")
+    return settings
+
+
 def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequence[str], *,
-                       bare_metal: bool) -> None:
+                       bare_metal: bool, nsys: Any = None) -> None:
     """Start the job through the runspec's launch script (``setup``, ``run.cmd``).
 
     The setup lines of the batch script write ``runspec_setup.sh`` and
@@ -326,8 +338,16 @@ def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequenc
         setup_path = visible(f"{seen}/{rc.SETUP_FILE}")
         lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.SETUP_FILE), rc.setup_text(setup)))
     launch_path = visible(f"{seen}/{rc.LAUNCH_FILE}")
+    before: list[str] = []
+    if nsys is not None:  # run.profile.nsys (nemo_runspec.slurm.profiling)
+        from nemo_runspec.slurm import profiling
+
+        out_dir = profiling.output_dir(nsys, visible(seen))
+        before, command = profiling.guard_lines(out_dir), profiling.wrap(command, nsys, out_dir)
+        executor.env_vars = {**executor.env_vars, **profiling.env_vars(nsys)}
     lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.LAUNCH_FILE),
-                            rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir)))
+                            rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir,
+                                           before=before)))
     if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
         lines.append(pre_start_setup_lines([f"set +u; . {shlex.quote(setup_path)}; set -u"]))
     executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", *lines) if x)

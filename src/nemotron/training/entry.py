@@ -256,7 +256,9 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
         run = getattr(registry.backend, "last_offline_run", None)
         print(f"published {name} to an offline W&B run -> {art.path}  [upload: wandb sync {run}]", flush=True)
         return
-    print(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]", flush=True)
+    from .progress import say
+
+    say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
 
 
 def _pretrained_dir(cfg: Any, kind: str) -> str | None:
@@ -279,6 +281,7 @@ def run_fallback(kind: str, cfg: Any) -> int:
     """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
     from omegaconf import OmegaConf
 
+    from . import progress
     from .loop import Settings, init_distributed, shutdown, train
     from .tasks import PretrainTask, RLSmokeTask, SFTTask
 
@@ -307,9 +310,10 @@ def run_fallback(kind: str, cfg: Any) -> int:
     init_from = _pretrained_dir(cfg, kind)
     wandb_run = start_wandb_run(cfg, kind, settings)
     dist = init_distributed(settings.device)
+    log = progress.start(job_dir()) if dist.is_main else print  # progress.jsonl (nemotron report)
     code = 1
     try:
-        summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from,
+        summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from, log=log,
                         metrics=wandb_run.log if wandb_run is not None else None)
         code = EXIT_REQUEUE if summary.get("stopped") else 0
     finally:

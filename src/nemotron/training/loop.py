@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from nemo_runspec.errors import ConfigError
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .nsys import Capture
 from .resilience import Resilience
 
 
@@ -229,6 +230,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     say = log if main else (lambda _msg: None)
     res = Resilience.from_env(dist.rank)
     res.beat(0, "init")
+    capture = Capture(dist.rank, cuda=getattr(dist.device, "type", "cpu") == "cuda")  # run.profile.nsys
     mcfg = GPTConfig(vocab_size=task.vocab_size, seq_length=task.seq_length,
                      **{k: int(v) for k, v in s.model.items() if k in ("n_layer", "n_head", "d_model")})
     torch.manual_seed(s.seed)
@@ -283,6 +285,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     initial = None
     for step in range(start, s.max_steps):
         res.before_step(step + 1, first=step == start)
+        capture.before(step + 1)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, s)
         idx = [(step * dist.world + dist.rank) * s.micro_batch_size + j for j in range(s.micro_batch_size)]
@@ -310,6 +313,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
             initial = value
             say(f"[{task.name}] initial loss {value:.4f}")
         done = step + 1
+        capture.after(done)
         res.log_step(done, value)
         if s.log_interval and (done % s.log_interval == 0 or done == s.max_steps):
             now = time.perf_counter()

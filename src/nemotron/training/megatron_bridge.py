@@ -35,6 +35,8 @@ from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
+from .nsys import native_profiling
+
 PINNED = "megatron-bridge==0.3.1"
 
 RECIPES = {
@@ -46,6 +48,8 @@ ENTRY_POINTS = {
     "sft": "megatron.bridge.training.finetune.finetune",
 }
 FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
+#: what run.profile.nsys turns on (NsysPlugin's switch: use_nsys_profiler, profile_step_*, profile_ranks)
+PROFILING_CONFIG = "megatron.bridge.training.config.ProfilingConfig"
 #: what ``pretrain(..., callbacks=)`` takes; a resilient job registers its per-step heartbeat on it
 CALLBACK_MANAGER = "megatron.bridge.training.callbacks.CallbackManager"
 BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
@@ -203,6 +207,9 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
     values.update(resilience_fields(os.environ))
     for theirs, value in values.items():
         _set(container, theirs, value)
+    profiling = native_profiling(os.environ)  # run.profile.nsys (nemotron.training.nsys)
+    if profiling is not None:
+        container.profiling = importer(PROFILING_CONFIG)(**profiling)
     if kind == "sft":
         _check_pack_fits(container)
     present, data_path = _get(cfg, "data.data_path")

@@ -138,6 +138,15 @@ def test_valid_full_profile_all_keys(tmp_path):
         packager_relative_path = "."
         packager_subpath = "src"
 
+        [full.profiling]
+        nsys = true
+        start_step = 5
+        end_step = 7
+        ranks = [0, 8]
+        output_dir = "/lustre/profiles"
+        trace = "nvtx,cuda,osrt"
+        extra_args = ["--sample=cpu"]
+
         [full.packagers.code]
         packager = "git"
         subpath = "src"
@@ -151,6 +160,7 @@ def test_valid_full_profile_all_keys(tmp_path):
     assert prof.values["gpus_per_node"] == 4 and "nproc_per_node" not in prof.values  # alias folded
     assert prof.values["packagers"]["configs"]["include_pattern"] == "configs/*.yaml"
     assert prof.get("check_uncommitted") is False
+    assert prof.values["profiling"]["ranks"] == [0, 8] and prof.values["profiling"]["nsys"] is True
     keys = set(envmod.PROFILE_KEYS)
     # every other key is set; `packager` is left out because no one packager reads every
     # packager key, and naming one makes the keys it does not read errors (test_packager_keys.py)

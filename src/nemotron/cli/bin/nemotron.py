@@ -52,6 +52,9 @@ GROUPS: dict[str, tuple[Any, ...]] = {
               "The registered pipeline steps: list them, show one, run one."),
     "run": ("nemotron.cli.commands.run", "app", False,
             "Run any script with a [tool.runspec] block (no CLI code needed)."),
+    "report": ("nemotron.cli.commands.report", "app", False,
+               "Write one self-contained HTML report of a job, a pipe or several jobs (a sweep): loss and "
+               "throughput per attempt, the timeline, the job's identity."),
 }
 
 
