@@ -70,7 +70,7 @@ def test_the_reference_sft_layout_names_what_means_nothing_here():
     assert set(unused) == {"recipe.packed_sequence", "recipe.peft", "dataset.nano3_packed_sft_dir",
                            "dataset.packed_sequence_specs.packed_sequence_size", "model.hidden_size",
                            "checkpoint.finetune"}
-    assert "take no arguments" in unused["recipe.peft"]
+    assert "only the megatron-bridge 0.3.0 line" in unused["recipe.peft"]
     assert "FIELDS" in unused["model.hidden_size"]
 
 

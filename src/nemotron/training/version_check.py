@@ -1,0 +1,187 @@
+"""The first thing a native job does: read the library versions installed in its image and
+check them against the compatibility table, before anything is imported or built.
+
+Reading a version imports nothing: the package is located with ``find_spec`` (its
+``__init__``, which for Megatron-Bridge pulls in transformer-engine and takes tens of
+seconds, is not run) and its ``package_info.py`` is parsed; a package without one
+falls back to its installed distribution metadata. :func:`gate` then decides:
+
+- the image is in the table but not for this stage (``nemo:25.11``: no nano3 recipe):
+  one line naming the image, the version found and the images to use instead;
+- the installed version is outside every API line this recipe supports: the same;
+- a ``recipe._target_`` naming a nano3 recipe the installed release lacks: one line
+  naming the key (a ``-c`` config / override fix);
+- the version differs from the table's row but another supported line covers it: a
+  ``warning:`` line, and the job runs with that line's API;
+- an image the table does not list: a ``note:`` line, then the same.
+
+A problem is a :class:`~nemo_runspec.errors.ConfigError` (exit 2), or, when the config
+allows the CPU fallback (``fallback.enabled: auto``), a note and the fallback.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemo_runspec.errors import ConfigError
+
+from .versions import STAGE_LIBRARY, ImageRow, normalize_image, row_for, rows_for_stage
+
+#: the importable module of each distribution the table tracks
+MODULES = {"megatron-bridge": "megatron.bridge", "megatron-core": "megatron.core", "nemo-rl": "nemo_rl",
+           "nemo-evaluator": "nemo_evaluator", "nemo-evaluator-launcher": "nemo_evaluator_launcher"}
+#: container_image values that mean "no container"
+NO_IMAGE = ("", "none", "null")
+
+
+@dataclass(frozen=True)
+class Found:
+    """An installed library: its version and where that was read."""
+
+    dist: str
+    version: str
+    where: str
+
+
+def _package_info_version(path: Path) -> str | None:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    consts: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    consts[target.id] = node.value.value
+    if "MAJOR" in consts:
+        return f"{consts['MAJOR']}.{consts.get('MINOR', 0)}.{consts.get('PATCH', 0)}{consts.get('PRE_RELEASE') or ''}"
+    version = consts.get("__version__")
+    return version if isinstance(version, str) else None
+
+
+def installed_version(dist: str) -> Found | None:
+    """The version of ``dist`` importable here, without importing it (None: not installed)."""
+    module = MODULES.get(dist, dist.replace("-", "_"))
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or ():
+        info = Path(location) / "package_info.py"
+        version = _package_info_version(info) if info.is_file() else None
+        if version:
+            return Found(dist, version, str(info))
+    try:
+        return Found(dist, importlib.metadata.version(dist), f"{dist} distribution metadata")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def job_image(cfg: Any) -> str | None:
+    """The image the job was launched in (``run.env.container_image``), or None (bare metal)."""
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(cfg, "run.env.container_image", default=None) if not isinstance(cfg, dict) else \
+        ((cfg.get("run") or {}).get("env") or {}).get("container_image")
+    if value is None or str(value).strip().lower() in NO_IMAGE:
+        return None
+    return normalize_image(str(value))
+
+
+def lines_of(dist: str) -> Any:
+    """The API-line module of ``dist`` (``line_for``, ``supported_range``)."""
+    if dist == "megatron-bridge":
+        from . import bridge_lines
+        return bridge_lines
+    from . import rl_lines
+    return rl_lines
+
+
+def _instead(stage: str, image: str | None, default_image: str | None) -> str:
+    """The fix: the recipe's own image and the newest one for the stage (not the one that failed)."""
+    candidates = [normalize_image(default_image)] if default_image else []
+    candidates += [row.image for row in rows_for_stage(stage)[-1:]]
+    usable = [c for c in dict.fromkeys(candidates) if c != image and (r := row_for(c)) and stage in r.stages]
+    where = " or ".join(usable) or "an image of the table in docs/training.md"
+    return (f"run it in {where} (run.env.container_image=IMAGE, or container_image in the env.toml profile), "
+            "or use -c tiny for the CPU fallback")
+
+
+def check(stage: str, cfg: Any, *, default_image: str | None = None,
+          find: Any = installed_version) -> tuple[Any, list[str]]:
+    """``(line, messages)`` for a native ``stage`` job: the API line of the installed library
+    and the ``warning:``/``note:`` lines to print. Raises :class:`ConfigError` (one line)
+    when the image or the version cannot serve this recipe. ``(None, [])`` when the
+    library is not installed (the backend choice reports that)."""
+    dist = STAGE_LIBRARY[stage]
+    found = find(dist)
+    if found is None:
+        return None, []
+    image = job_image(cfg)
+    row: ImageRow | None = row_for(image)
+    where = f"image {image}" if image else "this job (no container image)"
+    lines = lines_of(dist)
+    if row is not None and stage not in row.stages:
+        raise ConfigError(f"nano3/{stage}: {where} is not for this recipe: {row.why_not} (found {dist} {found.version})",
+                          key="run.env.container_image", hint=_instead(stage, image, default_image))
+    line = lines.line_for(found.version)
+    if line is None:
+        raise ConfigError(f"nano3/{stage}: {where} has {dist} {found.version}; this recipe supports {dist} "
+                          f"{lines.supported_range()}", key="run.env.container_image",
+                          hint=_instead(stage, image, default_image))
+    messages: list[str] = []
+    expected = row.versions.get(dist) if row is not None else None
+    if row is None:
+        messages.append(f"note: nano3/{stage}: {where} is not in the compatibility table "
+                        f"(nemotron.training.versions); found {dist} {found.version}: using the {line.name} API")
+    elif expected and lines.line_for(expected) is not line:
+        messages.append(f"warning: nano3/{stage}: the compatibility table says {image} has {dist} {expected}, "
+                        f"found {found.version}: using the {line.name} API")
+    if dist == "megatron-bridge" and stage in ("pretrain", "sft"):
+        from omegaconf import OmegaConf
+
+        from .megatron_bridge import recipe_for
+
+        raw = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=False)
+        recipe_for(stage, raw, line)  # a nano3 recipe this release lacks: one line naming recipe._target_
+    return line, messages
+
+
+def fallback_allowed(cfg: Any) -> bool:
+    """The config lets the CPU fallback run when the native backend cannot (``fallback:`` with
+    ``enabled`` not false, ``backend`` not ``native``) and torch is importable."""
+    fb = cfg.get("fallback")
+    if str(cfg.get("backend") or "auto") == "native" or fb is None or fb.get("enabled", "auto") is False:
+        return False
+    return importlib.util.find_spec("torch") is not None
+
+
+def gate(stage: str, cfg: Any, native_module: str, *, default_image: str | None = None) -> str | None:
+    """Check the installed versions for a job that would run natively; returns ``"torch"`` when
+    a problem sends it to the CPU fallback its config allows, else None (go on). Raises the
+    one-line :class:`ConfigError` otherwise. Prints its notes and warnings (stderr)."""
+    from .entry import NATIVE_NEEDS, importable
+
+    forced = str(cfg.get("backend") or "auto") == "torch" or (cfg.get("fallback") or {}).get("enabled") is True
+    if forced or stage not in STAGE_LIBRARY or not importable(native_module) \
+            or not all(importable(dep) for dep in NATIVE_NEEDS.get(native_module, ())):
+        return None
+    try:
+        _line, messages = check(stage, cfg, default_image=default_image)
+    except ConfigError as exc:
+        if not fallback_allowed(cfg):
+            raise
+        print(f"note: {exc}; the config allows the CPU fallback: using it", file=sys.stderr, flush=True)
+        return "torch"
+    for message in messages:
+        print(message, file=sys.stderr, flush=True)
+    return None
