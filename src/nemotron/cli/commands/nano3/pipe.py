@@ -45,18 +45,29 @@ def _prepare_eval(job):  # noqa: ANN001, ANN202 - a Step.prepare
     return Preparation(ev.job, show=show, before_submit=lambda: evaluator.submit_image_squashes(ev))
 
 
+def _prepare_native(job):  # noqa: ANN001, ANN202 - a Step.prepare
+    """A training stage as it is; its dry run adds what the image's libraries are called with
+    (:mod:`nemotron.training.native_plan`, as the stage's own command shows it)."""
+    from nemotron.training.native_plan import prepare_native
+
+    return prepare_native(job)
+
+
 #: The nano3 chain, in order. Each stage consumes what an earlier one publishes
 #: (``run.data``/``run.model`` in its config); the graph follows from the configs.
 STEPS: list[Step] = [
     Step("prep-pretrain", NANO3 / "stage0_pretrain/data_prep.py", check=_check_data_prep("pretrain"),
          description="tokenize the pretraining corpus (Ray)"),
-    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)"),
+    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)",
+         prepare=_prepare_native),
     Step("prep-sft", NANO3 / "stage1_sft/data_prep.py", check=_check_data_prep("sft"),
          description="chat-template and pack the SFT data (Ray)"),
-    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)"),
+    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)",
+         prepare=_prepare_native),
     Step("prep-rl", NANO3 / "stage2_rl/data_prep.py", check=_check_data_prep("rl"),
          description="normalise and split the RL prompts (Ray)"),
-    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)"),
+    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)",
+         prepare=_prepare_native),
 ]
 if (NANO3 / "eval/eval.py").is_file():
     STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model",
