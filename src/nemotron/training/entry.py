@@ -342,6 +342,17 @@ def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:
                        job_path(directory))
 
 
+def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) -> str | None:
+    """:func:`nemotron.training.version_check.gate` with the recipe's runspec image as the
+    suggested fix: ``"torch"`` (a version problem, the config allows the fallback), None
+    (go on), or a one-line :class:`ConfigError`."""
+    from nemo_runspec import parse
+
+    from .version_check import gate
+
+    return gate(kind, cfg, native_module, default_image=parse(script).image)
+
+
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
          native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
     """Entry point of a recipe ``train.py``: load config, choose the backend, run; returns the exit code.
@@ -363,7 +374,8 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = reference_sft_layout(load_config(args.config, extra), kind)
         warn_unused_keys(cfg, kind, args.config)
-        backend = choose_backend(cfg, native_module)
+        # first, before the (slow) native import: the image's library versions against the table
+        backend = native_version_gate(kind, cfg, native_module, script) or choose_backend(cfg, native_module)
         if backend == "native":
             from .wandb_logging import apply_to_native, wandb_settings
 
