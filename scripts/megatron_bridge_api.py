@@ -42,7 +42,7 @@ REFS = {
     "v0.3.0": "v0.3.0", "v0.3.1": "v0.3.1", "v0.4.0": "v0.4.0", "v0.4.2": "v0.4.2",
     "v0.5.0": "v0.5.0", "v0.5.1": "v0.5.1", "v0.6.0": "v0.6.0",
 }
-AUTO_BRIDGE_METHODS = ("from_hf_pretrained", "export_ckpt")
+AUTO_BRIDGE_METHODS = ("from_hf_pretrained", "from_auto_config", "export_ckpt")
 
 
 def names_to_record() -> list[str]:

@@ -18,6 +18,10 @@ What differs, read from the tags:
 - 0.4.0 - 0.5.x: ``ConfigContainer.validation`` (``ValidationConfig``) holds
   ``eval_interval``/``eval_iters`` (``TrainingConfig``'s are deprecated); the model is a
   ``MambaModelProvider``; ``finetune`` takes ``callbacks``.
+- 0.5.0: the export to Hugging Face (``examples/conversion/convert_checkpoints.py export``)
+  builds its bridge with ``AutoBridge.from_auto_config(megatron_path, hf_model)`` (the
+  config synthesized from the checkpoint and the reference model); before, with
+  ``AutoBridge.from_hf_pretrained(hf_model)``. Both then call ``export_ckpt``.
 - 0.6.x: the nano3 names are aliases of the hardware-specific
   ``nemotron_3_nano_{pretrain,sft}_8gpu_h100_bf16_config``; the model is a
   ``HybridModelProvider``; SFT data is a ``GPTSFTDatasetConfig`` whose packed files go in
@@ -74,6 +78,8 @@ class BridgeLine:
         specs_class, specs_field: the ``PackedSequenceSpecs`` class and the dataset
             field holding it.
         sft_dataset_extra: further fields the SFT dataset gets.
+        export_factory: the ``AutoBridge`` class method the release's own Megatron -> Hugging
+            Face export builds its bridge with (``nano3 convert``).
     """
 
     name: str
@@ -88,6 +94,7 @@ class BridgeLine:
     specs_class: str = "megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs"
     specs_field: str = "packed_sequence_specs"
     sft_dataset_extra: Mapping[str, Any] = field(default_factory=dict)
+    export_factory: str = "from_hf_pretrained"
 
     def recipe_call(self, kind: str) -> str:
         """``module.function(arg=value, ...)``: the recipe call, for messages and the dry run."""
@@ -106,6 +113,7 @@ class BridgeLine:
 
 _FINETUNE_KWARGS = {"sft": {"peft": None, "packed_sequence": True}}
 _NEMOTRONH_PROVIDER = "megatron.bridge.models.nemotronh.Nemotron3NanoProvider"
+_MAMBA_PROVIDER = "megatron.bridge.models.mamba.mamba_provider.MambaModelProvider"
 
 LINES: tuple[BridgeLine, ...] = (
     BridgeLine("0.3.0 (finetune_config)", "0.3.0rc0", "0.3.1",
@@ -115,15 +123,18 @@ LINES: tuple[BridgeLine, ...] = (
     BridgeLine("0.3.1 (sft_config)", "0.3.1", "0.4.0",
                {"pretrain": f"{NANO3}.nemotron_3_nano_pretrain_config", "sft": f"{NANO3}.nemotron_3_nano_sft_config"},
                _NEMOTRONH_PROVIDER),
-    BridgeLine("0.4-0.5 (ValidationConfig)", "0.4.0", "0.6.0",
+    BridgeLine("0.4 (ValidationConfig)", "0.4.0", "0.5.0",
                {"pretrain": f"{NANO3}.nemotron_3_nano_pretrain_config", "sft": f"{NANO3}.nemotron_3_nano_sft_config"},
-               "megatron.bridge.models.mamba.mamba_provider.MambaModelProvider", renames=VALIDATION_KEYS),
+               _MAMBA_PROVIDER, renames=VALIDATION_KEYS),
+    BridgeLine("0.5 (ValidationConfig, from_auto_config export)", "0.5.0", "0.6.0",
+               {"pretrain": f"{NANO3}.nemotron_3_nano_pretrain_config", "sft": f"{NANO3}.nemotron_3_nano_sft_config"},
+               _MAMBA_PROVIDER, renames=VALIDATION_KEYS, export_factory="from_auto_config"),
     BridgeLine("0.6 (hardware recipes, GPTSFTDatasetConfig)", "0.6.0", "0.7.0",
                {"pretrain": f"{NANO3}.nemotron_3_nano_pretrain_config", "sft": f"{NANO3}.nemotron_3_nano_sft_config"},
                "megatron.bridge.models.hybrid.hybrid_provider.HybridModelProvider", renames=VALIDATION_KEYS,
                sft_dataset="megatron.bridge.data.builders.gpt_sft.GPTSFTDatasetConfig",
                specs_class="megatron.bridge.data.packing.PackedSequenceSpecs", specs_field="offline_packing_specs",
-               sft_dataset_extra={"enable_offline_packing": True}),
+               sft_dataset_extra={"enable_offline_packing": True}, export_factory="from_auto_config"),
 )
 #: every recipe function some line calls (a config naming one of these is checked against the installed line)
 KNOWN_RECIPES = {name for line in LINES for name in line.recipes.values()}

@@ -250,7 +250,10 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
-    art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend,
+    from .formats import produced
+
+    fmt = produced(kind, "torch" if backend == "torch-fallback" else "native")
+    art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend, "format": fmt,
                                                   "config": str(config_path)})
     if art.version == 0:  # W&B offline: the version is assigned when the run is uploaded
         run = getattr(registry.backend, "last_offline_run", None)
@@ -374,8 +377,15 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = reference_sft_layout(load_config(args.config, extra), kind)
         warn_unused_keys(cfg, kind, args.config)
-        # first, before the (slow) native import: the image's library versions against the table
-        backend = native_version_gate(kind, cfg, native_module, script) or choose_backend(cfg, native_module)
+        # first, before the (slow) native import: the image's library versions against the table,
+        # then the starting model's format against what that backend loads
+        from .formats import check_model_input
+        from .version_check import likely_backend
+
+        forced = native_version_gate(kind, cfg, native_module, script)
+        if (likely := forced or likely_backend(cfg, native_module)) is not None:
+            check_model_input(kind, cfg, likely)
+        backend = forced or choose_backend(cfg, native_module)
         if backend == "native":
             from .wandb_logging import apply_to_native, wandb_settings
 

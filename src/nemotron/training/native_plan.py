@@ -31,7 +31,7 @@ def _recipe_lines(stage: str, train_config: Mapping[str, Any], version: str) -> 
         return [f"  megatron-bridge {version} is outside every supported line: the job stops when it starts (exit 2)"]
     if stage == "convert":
         from .convert import export_calls
-        return [f"  line             {line.name}", *(f"  export           {c}" for c in export_calls())]
+        return [f"  line             {line.name}", *(f"  export           {c}" for c in export_calls(line))]
     try:
         target, kwargs = recipe_for(stage, train_config, line)
     except ConfigError as exc:

@@ -156,6 +156,22 @@ def check(stage: str, cfg: Any, *, default_image: str | None = None,
     return line, messages
 
 
+def check_evaluator(find: Any = installed_version) -> None:
+    """The eval stage's NeMo Evaluator line (:data:`~nemotron.training.versions.EVALUATOR_LAUNCHER`):
+    a one-line :class:`ConfigError` when the launcher, or the ``nemo-evaluator`` it runs on, is
+    of another line (``nel`` 0.3 replaced the launcher with a new config)."""
+    from .versions import EVALUATOR_CORE, EVALUATOR_LAUNCHER, in_range
+
+    fix = "pip install 'nemo-evaluator-launcher>=0.2.6,<0.3' (it brings nemo-evaluator 0.2.x), or the CPU fallback: -c tiny"
+    for dist, (since, until) in (("nemo-evaluator-launcher", EVALUATOR_LAUNCHER), ("nemo-evaluator", EVALUATOR_CORE)):
+        found = find(dist)
+        if found is not None and not in_range(found.version, since, until):
+            raise ConfigError(f"nano3/eval: {dist} {found.version} is installed; this recipe writes the run config of "
+                              f"nemo-evaluator-launcher {since} to <{until} (on nemo-evaluator <{EVALUATOR_CORE[1]}); "
+                              "NeMo Evaluator 0.3 replaced the launcher with `nel eval run` and a new config",
+                              hint=fix)
+
+
 def fallback_allowed(cfg: Any) -> bool:
     """The config lets the CPU fallback run when the native backend cannot (``fallback:`` with
     ``enabled`` not false, ``backend`` not ``native``) and torch is importable."""
@@ -163,6 +179,19 @@ def fallback_allowed(cfg: Any) -> bool:
     if str(cfg.get("backend") or "auto") == "native" or fb is None or fb.get("enabled", "auto") is False:
         return False
     return importlib.util.find_spec("torch") is not None
+
+
+def likely_backend(cfg: Any, native_module: str) -> str | None:
+    """The backend :func:`nemotron.training.entry.choose_backend` will pick, told without importing
+    the native library: ``native`` when it and what it needs are installed, else ``torch`` where
+    the config allows the fallback, else None (missing)."""
+    from .entry import NATIVE_NEEDS, importable
+
+    if str(cfg.get("backend") or "auto") == "torch" or (cfg.get("fallback") or {}).get("enabled") is True:
+        return "torch"
+    if importable(native_module) and all(importable(dep) for dep in NATIVE_NEEDS.get(native_module, ())):
+        return "native"
+    return "torch" if fallback_allowed(cfg) else None
 
 
 def gate(stage: str, cfg: Any, native_module: str, *, default_image: str | None = None) -> str | None:

@@ -149,3 +149,14 @@ def test_installed_version_reads_package_info_without_importing(tmp_path, monkey
     assert found.version == "0.6.1" and found.where == str(site / "megatron" / "bridge" / "package_info.py")
     assert not {m for m in set(sys.modules) - before if m.startswith(("megatron.bridge", "transformer_engine"))}
     assert vc.installed_version("no-such-distribution") is None
+
+
+def test_the_evaluator_line_is_the_launchers_0_2():
+    vc.check_evaluator(find=lambda dist: vc.Found(dist, {"nemo-evaluator-launcher": "0.2.6",
+                                                        "nemo-evaluator": "0.2.8"}[dist], "test"))
+    vc.check_evaluator(find=lambda dist: None)  # not installed: the backend choice says so
+    with pytest.raises(ConfigError, match="nemo-evaluator 0.3.0 is installed; .*replaced the launcher") as exc:
+        vc.check_evaluator(find=lambda dist: vc.Found(dist, "0.3.0" if dist == "nemo-evaluator" else "0.2.6", "t"))
+    assert "pip install 'nemo-evaluator-launcher>=0.2.6,<0.3'" in str(exc.value)
+    with pytest.raises(ConfigError, match="nemo-evaluator-launcher 0.2.5 is installed"):
+        vc.check_evaluator(find=lambda dist: vc.Found(dist, "0.2.5", "t"))
