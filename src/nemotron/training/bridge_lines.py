@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .versions import in_range
+from .release import in_range, range_text
 
 NANO3 = "megatron.bridge.recipes.nemotronh.nemotron_3_nano"
 CONFIG = "megatron.bridge.training.config"
@@ -146,9 +146,5 @@ def line_for(version: str) -> BridgeLine | None:
 
 
 def supported_range() -> str:
-    """``0.3.0rc0 to 0.6.x``: the versions the lines cover, for messages."""
-    until = LINES[-1].until
-    if until is None:
-        return f"{LINES[0].since} or newer"
-    major, minor = until.split(".")[:2]
-    return f"{LINES[0].since} to {major}.{int(minor) - 1}.x"
+    """The versions the lines cover, for messages (``0.3.0rc0 to 0.6.x``)."""
+    return range_text(LINES[0].since, LINES[-1].until)

@@ -345,6 +345,11 @@ def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:
                        job_path(directory))
 
 
+def native_found(module: str) -> bool:
+    """The native backend and what it imports first are installed (``find_spec``; nothing imported)."""
+    return importable(module) and all(importable(dep) for dep in NATIVE_NEEDS.get(module, ()))
+
+
 def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) -> str | None:
     """:func:`nemotron.training.version_check.gate` with the recipe's runspec image as the
     suggested fix: ``"torch"`` (a version problem, the config allows the fallback), None
@@ -353,7 +358,7 @@ def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) ->
 
     from .version_check import gate
 
-    return gate(kind, cfg, native_module, default_image=parse(script).image)
+    return gate(kind, cfg, native_found=native_found(native_module), default_image=parse(script).image)
 
 
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
@@ -383,8 +388,8 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
         from .version_check import likely_backend
 
         forced = native_version_gate(kind, cfg, native_module, script)
-        if (likely := forced or likely_backend(cfg, native_module)) is not None:
-            check_model_input(kind, cfg, likely)
+        if (likely := forced or likely_backend(cfg, native_found(native_module))) is not None:
+            check_model_input(kind, cfg, likely, resolve=resolve_path_key)
         backend = forced or choose_backend(cfg, native_module)
         if backend == "native":
             from .wandb_logging import apply_to_native, wandb_settings

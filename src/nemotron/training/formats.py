@@ -86,11 +86,11 @@ def _recorded(raw_cfg: dict[str, Any], key: str) -> tuple[str | None, str | None
     return (str(fmt) if fmt else None), str(art.get("ref") or ref)
 
 
-def check_model_input(kind: str, cfg: Any, backend: str, *, resolve: Any = None) -> str | None:
+def check_model_input(kind: str, cfg: Any, backend: str, *, resolve: Any) -> str | None:
     """Check that the model ``kind`` starts from is in the format its ``backend`` loads; returns
     the format found (None: no model named, or not resolvable here: the stage reports that).
 
-    ``resolve(cfg, key) -> path`` resolves the key (default: :func:`nemotron.training.entry.resolve_path_key`).
+    ``resolve(cfg, key) -> path`` resolves the key (:func:`nemotron.training.entry.resolve_path_key`).
     Raises a one-line :class:`ConfigError` on a mismatch.
     """
     want = needed(kind, backend)
@@ -106,8 +106,6 @@ def check_model_input(kind: str, cfg: Any, backend: str, *, resolve: Any = None)
         return None
     if backend != "native" and (raw.get("fallback") or {}).get("init_from_pretrained") is False:
         return None  # the fallback was told not to read it
-    if resolve is None:
-        from .entry import resolve_path_key as resolve
     try:
         path = resolve(cfg if not isinstance(cfg, dict) else OmegaConf.create(cfg), key)
         recorded, ref = _recorded(raw, key)

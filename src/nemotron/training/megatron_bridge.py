@@ -123,8 +123,10 @@ def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
     keys, the reference's ``recipe.per_split_data_args_path`` (pretraining: the
     data-prep output's ``blend.json``, used when ``data.data_path`` is not set) and
     the sections of :data:`OWN_SECTIONS`. A config written for the reference
-    merges every key onto the ``ConfigContainer`` and passes ``recipe.*`` to the
-    recipe function as arguments; here neither happens, so such keys are named.
+    merges every key onto the ``ConfigContainer``; here only :data:`FIELDS` are set, so
+    other keys are named. Its ``recipe.*`` keys are the recipe function's arguments:
+    whether the installed release takes them is said when the job runs
+    (:func:`ignored_recipe_keys`).
     """
     read = {*FIELDS, *DATA_FIELDS, *DESCRIPTIVE_KEYS, *(SFT_FIELDS if kind == "sft" else ())}
     has_data_path = _get(cfg, "data.data_path")[1] not in (None, "")
@@ -137,9 +139,8 @@ def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
                 out.append((key, "data.data_path is set and names the data"))
             continue
         if key.startswith("recipe."):
-            out.append((key, "the reference passes recipe.* to the recipe function; here only the "
-                             "megatron-bridge 0.3.0 line's recipes, which take keyword arguments, get them"))
-            continue
+            continue  # arguments of the recipe function: which the release takes is known at run time
+
         out.append((key, "it is not one of the keys set on Megatron-Bridge's ConfigContainer, "
                          "listed in nemotron.training.megatron_bridge.FIELDS"))
     return out
@@ -210,6 +211,14 @@ def recipe_for(kind: str, cfg: Mapping[str, Any], line: BridgeLine) -> tuple[str
     if own and line.kwargs_recipes:
         kwargs.update(recipe)
     return target, kwargs
+
+
+def ignored_recipe_keys(kind: str, cfg: Mapping[str, Any], line: BridgeLine) -> list[str]:
+    """The config's ``recipe.*`` arguments the recipe function of ``line`` does not get (its
+    recipes take none, or the config names a function of its own, called without any)."""
+    recipe = {k: v for k, v in (cfg.get("recipe") or {}).items() if k not in ("_target_", "per_split_data_args_path")}
+    target, kwargs = recipe_for(kind, cfg, line)
+    return [f"recipe.{k}" for k in recipe if k not in kwargs]
 
 
 def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target,
@@ -292,7 +301,7 @@ def _check_pack_fits(container: Any, line: BridgeLine) -> None:
 def installed_line(importer: Callable[[str], Any] = import_target) -> BridgeLine:
     """The line of the installed megatron-bridge (:mod:`nemotron.training.version_check` has
     already refused an unsupported one when the job started)."""
-    from .version_check import installed_version
+    from .release import installed_version
 
     found = installed_version("megatron-bridge")
     line = line_for(found.version) if found else None
@@ -313,13 +322,20 @@ def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = i
     so that the job is requeued (:mod:`nemotron.training.native_resilience`).
     """
     import inspect
+    import sys
+
+    from nemo_runspec.ranks import global_rank
 
     from .native_resilience import NativeResilience
 
     line = line or installed_line()
     target, kwargs = recipe_for(kind, cfg, line)
-    print(f"[{kind}] backend: Megatron-Bridge {line.name}: {target}("
-          + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")", flush=True)
+    if global_rank() == 0:
+        print(f"[{kind}] backend: Megatron-Bridge {line.name}: {target}("
+              + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")", flush=True)
+        for key in ignored_recipe_keys(kind, cfg, line):
+            print(f"warning: nano3/{kind}: key '{key}' is not passed: the recipe function of megatron-bridge "
+                  f"{line.name} takes no such argument; ignored", file=sys.stderr, flush=True)
     container = build_config(kind, cfg, importer=importer, line=line)
     entry = importer(ENTRY_POINTS[kind])
     res = NativeResilience.from_env()

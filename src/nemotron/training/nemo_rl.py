@@ -168,7 +168,7 @@ def build_datasets(config: Mapping[str, Any], tokenizer: Any, name: Callable[[st
 def installed_line() -> RLLine:
     """The line of the installed nemo_rl (:mod:`nemotron.training.version_check` has already
     refused an unsupported one when the job started)."""
-    from .version_check import installed_version
+    from .release import installed_version
 
     found = installed_version("nemo-rl")
     line = line_for(found.version) if found else None

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .versions import in_range
+from .release import in_range, range_text
 
 #: names every line uses
 COMMON: dict[str, str] = {
@@ -123,9 +123,5 @@ def line_for(version: str) -> RLLine | None:
 
 
 def supported_range() -> str:
-    """``0.4.0 to 0.7.x``: the versions the lines cover, for messages."""
-    until = LINES[-1].until
-    if until is None:
-        return f"{LINES[0].since} or newer"
-    major, minor = until.split(".")[:2]
-    return f"{LINES[0].since} to {major}.{int(minor) - 1}.x"
+    """The versions the lines cover, for messages (``0.3.0rc0 to 0.6.x``)."""
+    return range_text(LINES[0].since, LINES[-1].until)

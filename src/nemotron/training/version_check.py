@@ -21,69 +21,19 @@ allows the CPU fallback (``fallback.enabled: auto``), a note and the fallback.
 
 from __future__ import annotations
 
-import ast
-import importlib.metadata
 import importlib.util
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
+from .release import Found, installed_version
 from .versions import STAGE_LIBRARY, ImageRow, normalize_image, row_for, rows_for_stage
 
-#: the importable module of each distribution the table tracks
-MODULES = {"megatron-bridge": "megatron.bridge", "megatron-core": "megatron.core", "nemo-rl": "nemo_rl",
-           "nemo-evaluator": "nemo_evaluator", "nemo-evaluator-launcher": "nemo_evaluator_launcher"}
+__all__ = ["Found", "check", "check_evaluator", "gate", "installed_version", "job_image", "likely_backend"]
+
 #: container_image values that mean "no container"
 NO_IMAGE = ("", "none", "null")
-
-
-@dataclass(frozen=True)
-class Found:
-    """An installed library: its version and where that was read."""
-
-    dist: str
-    version: str
-    where: str
-
-
-def _package_info_version(path: Path) -> str | None:
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return None
-    consts: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    consts[target.id] = node.value.value
-    if "MAJOR" in consts:
-        return f"{consts['MAJOR']}.{consts.get('MINOR', 0)}.{consts.get('PATCH', 0)}{consts.get('PRE_RELEASE') or ''}"
-    version = consts.get("__version__")
-    return version if isinstance(version, str) else None
-
-
-def installed_version(dist: str) -> Found | None:
-    """The version of ``dist`` importable here, without importing it (None: not installed)."""
-    module = MODULES.get(dist, dist.replace("-", "_"))
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        return None
-    for location in spec.submodule_search_locations or ():
-        info = Path(location) / "package_info.py"
-        version = _package_info_version(info) if info.is_file() else None
-        if version:
-            return Found(dist, version, str(info))
-    try:
-        return Found(dist, importlib.metadata.version(dist), f"{dist} distribution metadata")
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def job_image(cfg: Any) -> str | None:
@@ -160,7 +110,8 @@ def check_evaluator(find: Any = installed_version) -> None:
     """The eval stage's NeMo Evaluator line (:data:`~nemotron.training.versions.EVALUATOR_LAUNCHER`):
     a one-line :class:`ConfigError` when the launcher, or the ``nemo-evaluator`` it runs on, is
     of another line (``nel`` 0.3 replaced the launcher with a new config)."""
-    from .versions import EVALUATOR_CORE, EVALUATOR_LAUNCHER, in_range
+    from .release import in_range
+    from .versions import EVALUATOR_CORE, EVALUATOR_LAUNCHER
 
     fix = "pip install 'nemo-evaluator-launcher>=0.2.6,<0.3' (it brings nemo-evaluator 0.2.x), or the CPU fallback: -c tiny"
     for dist, (since, until) in (("nemo-evaluator-launcher", EVALUATOR_LAUNCHER), ("nemo-evaluator", EVALUATOR_CORE)):
@@ -181,28 +132,24 @@ def fallback_allowed(cfg: Any) -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def likely_backend(cfg: Any, native_module: str) -> str | None:
+def likely_backend(cfg: Any, native_found: bool) -> str | None:
     """The backend :func:`nemotron.training.entry.choose_backend` will pick, told without importing
-    the native library: ``native`` when it and what it needs are installed, else ``torch`` where
-    the config allows the fallback, else None (missing)."""
-    from .entry import NATIVE_NEEDS, importable
-
+    the native library: ``native`` when it and what it needs are installed (``native_found``),
+    else ``torch`` where the config allows the fallback, else None (missing)."""
     if str(cfg.get("backend") or "auto") == "torch" or (cfg.get("fallback") or {}).get("enabled") is True:
         return "torch"
-    if importable(native_module) and all(importable(dep) for dep in NATIVE_NEEDS.get(native_module, ())):
+    if native_found:
         return "native"
     return "torch" if fallback_allowed(cfg) else None
 
 
-def gate(stage: str, cfg: Any, native_module: str, *, default_image: str | None = None) -> str | None:
-    """Check the installed versions for a job that would run natively; returns ``"torch"`` when
-    a problem sends it to the CPU fallback its config allows, else None (go on). Raises the
-    one-line :class:`ConfigError` otherwise. Prints its notes and warnings (stderr)."""
-    from .entry import NATIVE_NEEDS, importable
-
+def gate(stage: str, cfg: Any, *, native_found: bool, default_image: str | None = None) -> str | None:
+    """Check the installed versions for a job that would run natively (``native_found``: the
+    library and what it needs are installed; the caller's ``find_spec`` test); returns
+    ``"torch"`` when a problem sends it to the CPU fallback its config allows, else None (go
+    on). Raises the one-line :class:`ConfigError` otherwise. Prints its notes and warnings."""
     forced = str(cfg.get("backend") or "auto") == "torch" or (cfg.get("fallback") or {}).get("enabled") is True
-    if forced or stage not in STAGE_LIBRARY or not importable(native_module) \
-            or not all(importable(dep) for dep in NATIVE_NEEDS.get(native_module, ())):
+    if forced or stage not in STAGE_LIBRARY or not native_found:
         return None
     try:
         _line, messages = check(stage, cfg, default_image=default_image)

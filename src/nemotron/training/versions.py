@@ -26,8 +26,9 @@ Sources, cited per row:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from .release import in_range, parse_version  # noqa: F401 - re-exported: the table's version arithmetic
 
 #: the libraries the table tracks, by distribution name
 LIBRARIES = ("megatron-bridge", "megatron-core", "nemo-rl", "nemo-evaluator")
@@ -171,25 +172,25 @@ def rows_for_stage(stage: str) -> list[ImageRow]:
     return [row for row in TABLE if stage in row.stages]
 
 
-_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(a|b|rc|alpha|beta|dev)\.?(\d*))?")
-_PRE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3}
+def markdown_table() -> str:
+    """The table as docs/training.md prints it (a test keeps the page and this in step)."""
+    from . import bridge_lines, rl_lines
 
-
-def parse_version(text: str) -> tuple[int, int, int, int, int]:
-    """A sortable key of a version string: ``0.3.0rc0`` < ``0.3.0`` < ``0.3.1+abc``.
-
-    The PEP 440 subset these libraries use (release, ``aN``/``bN``/``rcN``/``devN``,
-    a ``+local`` part ignored). Raises ValueError for text that is not a version.
-    """
-    m = _VERSION.match(text or "")
-    if not m:
-        raise ValueError(f"not a version: {text!r}")
-    major, minor, patch, pre, pre_n = m.groups()
-    rank = _PRE[pre] if pre else 9  # a final release sorts after its pre-releases
-    return int(major), int(minor or 0), int(patch or 0), rank, int(pre_n or 0)
-
-
-def in_range(version: str, since: str, until: str | None) -> bool:
-    """``since <= version < until`` (``until`` None: no upper bound)."""
-    key = parse_version(version)
-    return parse_version(since) <= key and (until is None or key < parse_version(until))
+    head = ("| image | megatron-bridge | megatron-core | nemo-rl | nemo-evaluator | nano3 stages | API line | source |\n"
+            "|---|---|---|---|---|---|---|---|")
+    rows, notes = [head], []
+    for i, row in enumerate(TABLE, 1):
+        v = row.versions
+        if "rl" in row.stages:
+            line = rl_lines.line_for(v["nemo-rl"])
+        elif row.stages:
+            line = bridge_lines.line_for(v["megatron-bridge"])
+        else:
+            line = None
+        stages = ", ".join(row.stages) or f"none: {row.why_not}"
+        kind = "inferred" if row.inferred else "cited"
+        rows.append(f"| `{row.image}` | {v.get('megatron-bridge', '-')} | {v.get('megatron-core', '-')} | "
+                    f"{v.get('nemo-rl', '-')} | {v.get('nemo-evaluator', '-')} | {stages} | "
+                    f"{line.name if line else '-'} | {kind} [{i}] |")
+        notes.append(f"{i}. {row.source}" + "".join(f"; {n}" for n in row.notes))
+    return "\n".join(rows) + "\n\n" + "\n".join(notes) + "\n"

@@ -18,6 +18,7 @@ from nemo_runspec.artifact_registry import ArtifactRegistry, set_registry
 from nemo_runspec.errors import ConfigError
 from nemotron.training import bridge_lines as bl
 from nemotron.training import convert, formats
+from nemotron.training.entry import resolve_path_key
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
@@ -77,7 +78,7 @@ def _rl_cfg(model_ref: str) -> dict[str, Any]:
 def test_rl_refuses_a_megatron_checkpoint_in_one_line_naming_the_fix(registry, tmp_path):
     registry.publish("nano3-sft-model", _megatron(tmp_path / "sft"), metadata={"format": "megatron-dist"})
     with pytest.raises(ConfigError) as exc:
-        formats.check_model_input("rl", _rl_cfg("nano3-sft-model:latest"), "native")
+        formats.check_model_input("rl", _rl_cfg("nano3-sft-model:latest"), "native", resolve=resolve_path_key)
     msg = str(exc.value)
     assert msg.startswith("nano3/rl: the model nano3-sft-model:v1 (") and "is megatron-dist; this stage's " \
         "backend loads a Hugging Face model (hf)" in msg and "\n" not in msg
@@ -86,21 +87,22 @@ def test_rl_refuses_a_megatron_checkpoint_in_one_line_naming_the_fix(registry, t
 
 def test_the_recorded_format_wins_and_an_old_artifact_is_read_from_its_layout(registry, tmp_path):
     registry.publish("nano3-sft-model-hf", _hf(tmp_path / "hf"), metadata={"format": "hf"})
-    assert formats.check_model_input("rl", _rl_cfg("nano3-sft-model-hf:latest"), "native") == "hf"
+    assert formats.check_model_input("rl", _rl_cfg("nano3-sft-model-hf:latest"), "native",
+                                     resolve=resolve_path_key) == "hf"
     registry.publish("old", _megatron(tmp_path / "old"))  # published before formats were recorded
     with pytest.raises(ConfigError, match="is megatron-dist"):
-        formats.check_model_input("rl", _rl_cfg("old:latest"), "native")
+        formats.check_model_input("rl", _rl_cfg("old:latest"), "native", resolve=resolve_path_key)
     registry.publish("liar", _hf(tmp_path / "liar"), metadata={"format": "fallback-pt"})
     with pytest.raises(ConfigError, match="is fallback-pt"):  # the record, not the guess
-        formats.check_model_input("rl", _rl_cfg("liar:latest"), "native")
+        formats.check_model_input("rl", _rl_cfg("liar:latest"), "native", resolve=resolve_path_key)
 
 
 def test_no_model_or_an_unresolvable_one_is_left_to_the_stage(registry):
-    assert formats.check_model_input("rl", {"policy": {"model_name": None}}, "native") is None
-    assert formats.check_model_input("rl", _rl_cfg("absent:latest"), "native") is None
-    assert formats.check_model_input("pretrain", {}, "native") is None
+    assert formats.check_model_input("rl", {"policy": {"model_name": None}}, "native", resolve=resolve_path_key) is None
+    assert formats.check_model_input("rl", _rl_cfg("absent:latest"), "native", resolve=resolve_path_key) is None
+    assert formats.check_model_input("pretrain", {}, "native", resolve=resolve_path_key) is None
     cfg = {"fallback": {"init_from_pretrained": False}, "checkpoint": {"pretrained_checkpoint": "/x"}}
-    assert formats.check_model_input("sft", cfg, "torch") is None
+    assert formats.check_model_input("sft", cfg, "torch", resolve=resolve_path_key) is None
 
 
 # --- the convert stage -------------------------------------------------------------------

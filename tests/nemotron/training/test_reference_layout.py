@@ -67,17 +67,15 @@ def test_the_reference_pretrain_layout_has_no_unused_keys():
 
 def test_the_reference_sft_layout_names_what_means_nothing_here():
     unused = dict(mb.unused_keys("sft", REFERENCE_SFT))
-    assert set(unused) == {"recipe.packed_sequence", "recipe.peft", "dataset.nano3_packed_sft_dir",
-                           "dataset.packed_sequence_specs.packed_sequence_size", "model.hidden_size",
-                           "checkpoint.finetune"}
-    assert "only the megatron-bridge 0.3.0 line" in unused["recipe.peft"]
+    assert set(unused) == {"dataset.nano3_packed_sft_dir", "dataset.packed_sequence_specs.packed_sequence_size",
+                           "model.hidden_size", "checkpoint.finetune"}
     assert "FIELDS" in unused["model.hidden_size"]
 
 
 def test_warnings_are_one_line_each(capsys):
     entry.warn_unused_keys(OmegaConf.create(REFERENCE_SFT), "sft", "sft.yaml")
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 6 and all(ln.startswith("warning: sft.yaml: key '") for ln in lines)
+    assert len(lines) == 4 and all(ln.startswith("warning: sft.yaml: key '") for ln in lines)
     assert any("'model.hidden_size' means nothing to nano3/sft here" in ln for ln in lines)
 
 
@@ -98,3 +96,15 @@ def test_nemo_run_paths_are_the_job_dir_where_there_is_no_nemo_run(tmp_path, mon
     absent.mkdir(parents=True)  # in a container, /nemo_run is the mounted job dir: used as is
     assert entry.job_path(f"{absent}/model") == f"{absent}/model"
     assert Path(entry.job_path("~/x")) == Path.home() / "x"
+
+
+def test_the_reference_recipe_arguments_reach_the_recipe_that_takes_them():
+    """recipe.peft / recipe.packed_sequence: the 0.3.0 line's finetune_config gets them (as the
+    reference passes them); on 0.3.1 and later the recipe takes none, and the job says so."""
+    from nemotron.training import bridge_lines as bl
+
+    cfg = {**REFERENCE_SFT, "recipe": {**REFERENCE_SFT["recipe"], "_target_": None}}
+    assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.3.0rc0")) == []
+    assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.4.0")) == ["recipe.packed_sequence", "recipe.peft"]
+    assert mb.ignored_recipe_keys("sft", REFERENCE_SFT, bl.line_for("0.3.0")) == [  # a function of its own
+        "recipe.packed_sequence", "recipe.peft"]

@@ -133,12 +133,12 @@ def test_an_unknown_image_notes_and_adapts_and_bare_metal_is_no_image():
 
 def test_with_the_fallback_allowed_a_mismatch_is_a_note_and_the_fallback(monkeypatch, capsys):
     monkeypatch.setattr(vc, "check", lambda *a, **k: (_ for _ in ()).throw(ConfigError("nano3/sft: bad")))
-    monkeypatch.setattr("nemotron.training.entry.importable", lambda module: True)
-    assert vc.gate("sft", {"fallback": {"enabled": "auto"}}, "megatron.bridge") == "torch"
+    assert vc.gate("sft", {"fallback": {"enabled": "auto"}}, native_found=True) == "torch"
     assert "note: nano3/sft: bad; the config allows the CPU fallback" in capsys.readouterr().err
     with pytest.raises(ConfigError):
-        vc.gate("sft", {"fallback": {"enabled": False}}, "megatron.bridge")
-    assert vc.gate("sft", {"backend": "torch"}, "megatron.bridge") is None  # forced fallback: nothing checked
+        vc.gate("sft", {"fallback": {"enabled": False}}, native_found=True)
+    assert vc.gate("sft", {"backend": "torch"}, native_found=True) is None  # forced fallback: nothing checked
+    assert vc.gate("sft", {}, native_found=False) is None  # not installed: the backend choice says so
 
 
 def test_installed_version_reads_package_info_without_importing(tmp_path, monkeypatch):
