@@ -10,49 +10,26 @@ wheel on both nodes.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 import sysconfig
-import textwrap
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from .test_containers import _cli_env  # the two-node container profile [ctr], this venv mounted in
+
 pytestmark = [pytest.mark.slurm]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _env(tmp_path: Path, image: str, mounts: list[str]) -> dict[str, str]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    venv_bin = Path(sys.prefix) / "bin"
-    base = [f"{p}:{p}" for p in sorted({Path(sys.prefix), Path(sys.base_prefix), REPO / "src"})]
-    all_mounts = ", ".join(f'"{m}"' for m in base + mounts)
-    (tmp_path / "env.toml").write_text(textwrap.dedent(f"""
-        [ctr]
-        executor = "slurm"
-        account = "testacct"
-        partition = "debug"
-        container_image = "{image}"
-        gpus_per_node = 0
-        nodes = 2
-        time = "00:10:00"
-        mounts = [{all_mounts}]
-        srun_args = ["--container-env=PATH"]
-        env_vars = {{ PATH = "{venv_bin}:/usr/local/bin:/usr/bin:/bin" }}
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
-    env.update(NEMOTRON_HOME=str(tmp_path / "nhome"), NEMOTRON_ENV_FILE=str(tmp_path / "env.toml"),
-               NEMORUN_HOME=str(tmp_path / "nhome" / "nemorun"), COLUMNS="250", TERM="dumb")
-    return env
 
 
 def _preflight(tmp_path: Path, image: str, mounts: list[str]) -> str:
-    proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--run", "ctr"], env=_env(tmp_path, image, mounts),
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    env = _cli_env(tmp_path, image, extra_mounts=mounts, env_vars={})
+    proc = subprocess.run([str(NEMOTRON), "kit", "preflight", "--run", "ctr"], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]

@@ -298,17 +298,12 @@ def _check_pack_fits(container: Any, line: BridgeLine) -> None:
                           hint="raise model.seq_length or rerun the SFT data prep with a smaller pack_size")
 
 
-def installed_line(importer: Callable[[str], Any] = import_target) -> BridgeLine:
-    """The line of the installed megatron-bridge (:mod:`nemotron.training.version_check` has
-    already refused an unsupported one when the job started)."""
-    from .release import installed_version
+def installed_line() -> BridgeLine:
+    """The line of the installed megatron-bridge (:mod:`nemotron.training.version_check` has already
+    refused an unsupported one when the job started)."""
+    from .release import installed_line as line_of_installed
 
-    found = installed_version("megatron-bridge")
-    line = line_for(found.version) if found else None
-    if line is None:
-        raise ConfigError(f"megatron-bridge {found.version if found else '(not found)'} is not a supported release",
-                          hint="see docs/training.md, 'Images and versions'")
-    return line
+    return line_of_installed("megatron-bridge", line_for)
 
 
 def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target,

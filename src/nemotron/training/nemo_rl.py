@@ -166,16 +166,11 @@ def build_datasets(config: Mapping[str, Any], tokenizer: Any, name: Callable[[st
 
 
 def installed_line() -> RLLine:
-    """The line of the installed nemo_rl (:mod:`nemotron.training.version_check` has already
+    """The line of the installed nemo-rl (:mod:`nemotron.training.version_check` has already
     refused an unsupported one when the job started)."""
-    from .release import installed_version
+    from .release import installed_line as line_of_installed
 
-    found = installed_version("nemo-rl")
-    line = line_for(found.version) if found else None
-    if line is None:
-        raise ConfigError(f"nemo-rl {found.version if found else '(not found)'} is not a supported release",
-                          hint="see docs/training.md, 'Images and versions'")
-    return line
+    return line_of_installed("nemo-rl", line_for)
 
 
 def generation_flags(config: Mapping[str, Any], line: RLLine) -> dict[str, Any]:

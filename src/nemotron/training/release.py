@@ -99,3 +99,16 @@ def installed_version(dist: str) -> Found | None:
         return Found(dist, importlib.metadata.version(dist), f"{dist} distribution metadata")
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def installed_line(dist: str, line_for: Any) -> Any:
+    """The API line (``line_for(version)``) of the installed ``dist``; a one-line error when it is
+    missing or outside every line (the job's first check has refused that already at start)."""
+    from nemo_runspec.errors import ConfigError
+
+    found = installed_version(dist)
+    line = line_for(found.version) if found else None
+    if line is None:
+        raise ConfigError(f"{dist} {found.version if found else '(not found)'} is not a supported release",
+                          hint="see docs/training.md, 'Images and versions'")
+    return line

@@ -5,7 +5,6 @@ NeMo-RL flow of its release."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -15,12 +14,10 @@ from pathlib import Path
 import pytest
 
 from nemotron.training.versions import TABLE
+from tests.nemotron.training.manifests import MB_OF_VERSION, mb_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
-DATA = ROOT / "tests/nemotron/training/data"
-MB_MANIFEST = {"0.3.0rc0": "nano-v3", "0.3.0": "v0.3.0", "0.3.1": "v0.3.1", "0.4.0": "v0.4.0", "0.4.2": "v0.4.2",
-               "0.5.0": "v0.5.0", "0.5.1": "v0.5.1", "0.6.0": "v0.6.0"}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +52,7 @@ def test_sft_dry_run_shows_the_recipe_function_the_image_has(sandbox, row):
     out = _dry_run(sandbox, "nano3", "sft", "-c", "default", f"run.env.container_image={row.image}")
     shown = re.search(r"recipe function\s+(\S+?)\((.*)\)", out)
     assert shown, out
-    manifest = json.loads((DATA / f"megatron_bridge-{MB_MANIFEST[row.versions['megatron-bridge']]}.json").read_text())
+    manifest = mb_manifest(MB_OF_VERSION[row.versions["megatron-bridge"]])
     desc = manifest["names"].get(shown.group(1))
     assert desc is not None, f"{row.image}: shows {shown.group(1)}, which its megatron-bridge lacks"
     assert (shown.group(2) != "") == bool(desc.get("varkw"))  # arguments only to a function that takes them

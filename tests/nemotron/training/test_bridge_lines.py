@@ -32,16 +32,13 @@ from nemotron.training import bridge_lines as bl
 from nemotron.training import megatron_bridge as mb
 from nemotron.training.versions import TABLE
 
+from .manifests import MB_LABELS, MB_OF_VERSION, mb_manifest
+from .manifests import signature_of as _signature
+
 ROOT = Path(__file__).resolve().parents[3]
-DATA = Path(__file__).parent / "data"
-LABELS = ("nano-v3", "v0.3.0", "v0.3.1", "v0.4.0", "v0.4.2", "v0.5.0", "v0.5.1", "v0.6.0")
-#: the manifest of each table row's megatron-bridge (the version the image carries)
-MANIFEST_OF_VERSION = {"0.3.0rc0": "nano-v3", "0.3.0": "v0.3.0", "0.3.1": "v0.3.1", "0.4.0": "v0.4.0",
-                       "0.4.2": "v0.4.2", "0.5.0": "v0.5.0", "0.5.1": "v0.5.1", "0.6.0": "v0.6.0"}
-
-
-def manifest(label: str) -> dict[str, Any]:
-    return json.loads((DATA / f"megatron_bridge-{label}.json").read_text())
+LABELS = MB_LABELS
+MANIFEST_OF_VERSION = MB_OF_VERSION
+manifest = mb_manifest
 
 
 def line_of(m: dict[str, Any]) -> bl.BridgeLine:
@@ -96,15 +93,6 @@ def dataclass_of(m: dict[str, Any], dotted: str) -> type:
                                                                    for f in desc["fields"]], kw_only=True)
 
 
-def signature_of(desc: dict[str, Any]) -> inspect.Signature:
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter(p, kind, **({} if p in desc["required"] else {"default": None}))
-              for p in desc["params"]]
-    if desc.get("varkw"):
-        params.append(inspect.Parameter("user_kwargs", inspect.Parameter.VAR_KEYWORD))
-    return inspect.Signature(params)
-
-
 class Release:
     """An importer returning stand-ins of one release's objects; records every call."""
 
@@ -132,7 +120,7 @@ class Release:
     def function(self, dotted: str, result: Any = None) -> Any:
         desc = self.m["names"][dotted]
         assert desc is not None, f"megatron-bridge {self.m['source']['version']} has no {dotted}"
-        sig = signature_of(desc)
+        sig = _signature(desc, varkw="user_kwargs")
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[dotted] = sig.bind(*args, **kwargs)  # a wrong name or count raises TypeError
@@ -149,7 +137,7 @@ class Release:
         if dotted in (line.sft_dataset, line.specs_class):
             return dataclass_of(self.m, dotted)
         if dotted == bl.CALLBACK_MANAGER:
-            register = signature_of(self.m["names"][f"{dotted}.register"])
+            register = _signature(self.m["names"][f"{dotted}.register"])
             calls = self.calls
             return type("CallbackManager", (), {
                 "register": lambda _self, *a, **k: calls.setdefault(f"{dotted}.register", register.bind(*a, **k))})

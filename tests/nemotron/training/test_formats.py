@@ -4,7 +4,6 @@ nano3 convert stage (Megatron-Bridge's export, per release, through stand-ins fr
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,9 @@ from nemo_runspec.errors import ConfigError
 from nemotron.training import bridge_lines as bl
 from nemotron.training import convert, formats
 from nemotron.training.entry import resolve_path_key
+
+from .manifests import MB_LABELS, mb_manifest
+from .manifests import signature_of as _signature
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).parent / "data"
@@ -107,23 +109,14 @@ def test_no_model_or_an_unresolvable_one_is_left_to_the_stage(registry):
 
 # --- the convert stage -------------------------------------------------------------------
 
-LABELS = ("nano-v3", "v0.3.0", "v0.3.1", "v0.4.0", "v0.4.2", "v0.5.0", "v0.5.1", "v0.6.0")
-
-
-def _signature(desc: dict[str, Any]) -> inspect.Signature:
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter(p, kind, **({} if p in desc["required"] else {"default": None}))
-              for p in desc["params"]]
-    if desc.get("varkw"):
-        params.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
-    return inspect.Signature(params)
+LABELS = MB_LABELS
 
 
 @pytest.mark.parametrize("label", LABELS)
 def test_convert_calls_the_releases_own_export(label, tmp_path, monkeypatch):
     """AutoBridge with the release's method signatures (from its source): the factory its own
     convert_checkpoints.py export uses, then export_ckpt, each bound against the manifest."""
-    m = json.loads((DATA / f"megatron_bridge-{label}.json").read_text())
+    m = mb_manifest(label)
     line = bl.line_for(m["source"]["version"])
     calls: dict[str, inspect.BoundArguments] = {}
 

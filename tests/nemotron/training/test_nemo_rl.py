@@ -35,17 +35,17 @@ from nemotron.training import rl_lines
 from nemotron.training.entry import LAUNCHER_KEYS
 from nemotron.training.versions import TABLE, row_for
 
+from .manifests import RL_LABELS, rl_manifest, signature_of
+
 ROOT = Path(__file__).resolve().parents[3]
 RECIPE = ROOT / "src/nemotron/recipes/nano3/stage2_rl"
-DATA = Path(__file__).parent / "data"
-LABELS = ("v0.4.0", "nano-v3", "v0.5.0", "v0.6.0", "v0.7.0")
+LABELS = RL_LABELS
 #: the manifest of the NeMo-RL each RL image of the table carries
 MANIFEST_OF_IMAGE = {"nvcr.io/nvidia/nemo-rl:v0.4.0": "v0.4.0", "nvcr.io/nvidia/nemo-rl:v0.4.0.nemotron_3_nano": "nano-v3",
                      "nvcr.io/nvidia/nemo-rl:v0.5.0": "v0.5.0", "nvcr.io/nvidia/nemo-rl:v0.7.0": "v0.7.0"}
 
 
-def manifest(label: str) -> dict[str, Any]:
-    return json.loads((DATA / f"nemo_rl-{label}.json").read_text())
+manifest = rl_manifest
 
 
 def line_of(m: dict[str, Any]) -> rl_lines.RLLine:
@@ -112,12 +112,6 @@ def test_manifest_is_what_the_source_says(label):
 
 
 # --- stand-ins shaped like one NeMo-RL release (from its manifest) ----------------------
-
-
-def signature_of(desc: dict[str, Any]) -> inspect.Signature:
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    return inspect.Signature([inspect.Parameter(p, kind, **({} if p in desc["required"] else {"default": None}))
-                              for p in desc["params"]])
 
 
 class Recorder:
