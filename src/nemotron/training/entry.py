@@ -219,16 +219,17 @@ def reference_sft_layout(cfg: Any, kind: str) -> Any:
     return OmegaConf.create(raw)
 
 
-def warn_unused_keys(cfg: Any, kind: str, config_path: str) -> None:
+def warn_unused_keys(cfg: Any, kind: str, config_path: str, *, recipe_line: Any = None) -> None:
     """One ``warning:`` line (rank 0) per key of the config this stage does not read
-    (:func:`nemotron.training.megatron_bridge.unused_keys`)."""
+    (:func:`nemotron.training.megatron_bridge.unused_keys`; ``recipe_line``: the installed
+    Megatron-Bridge line when the native backend will run, whose recipe may take ``recipe.*``)."""
     if kind not in ("pretrain", "sft") or global_rank() != 0:
         return
     from omegaconf import OmegaConf
 
     from .megatron_bridge import unused_keys
 
-    for key, why in unused_keys(kind, OmegaConf.to_container(cfg, resolve=False)):
+    for key, why in unused_keys(kind, OmegaConf.to_container(cfg, resolve=False), recipe_line=recipe_line):
         print(f"warning: {config_path}: key '{key}' means nothing to nano3/{kind} here ({why}); ignored",
               file=sys.stderr, flush=True)
 
@@ -381,14 +382,15 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = reference_sft_layout(load_config(args.config, extra), kind)
-        warn_unused_keys(cfg, kind, args.config)
         # first, before the (slow) native import: the image's library versions against the table,
         # then the starting model's format against what that backend loads
         from .formats import check_model_input
-        from .version_check import likely_backend
+        from .version_check import bridge_line_if_native, likely_backend
 
         forced = native_version_gate(kind, cfg, native_module, script)
-        if (likely := forced or likely_backend(cfg, native_found(native_module))) is not None:
+        likely = forced or likely_backend(cfg, native_found(native_module))
+        warn_unused_keys(cfg, kind, args.config, recipe_line=bridge_line_if_native(kind, likely))
+        if likely is not None:
             check_model_input(kind, cfg, likely, resolve=resolve_path_key)
         backend = forced or choose_backend(cfg, native_module)
         if backend == "native":

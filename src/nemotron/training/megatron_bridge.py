@@ -116,7 +116,7 @@ def _leaves(node: Any, prefix: str = "") -> list[str]:
     return [prefix] if prefix else []
 
 
-def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+def unused_keys(kind: str, cfg: Mapping[str, Any], *, recipe_line: BridgeLine | None = None) -> list[tuple[str, str]]:
     """``(dotted key, why)`` for every key of ``cfg`` that this stage does not read.
 
     Read are :data:`FIELDS` (and :data:`SFT_FIELDS` for SFT), the data and recipe
@@ -124,9 +124,10 @@ def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
     data-prep output's ``blend.json``, used when ``data.data_path`` is not set) and
     the sections of :data:`OWN_SECTIONS`. A config written for the reference
     merges every key onto the ``ConfigContainer``; here only :data:`FIELDS` are set, so
-    other keys are named. Its ``recipe.*`` keys are the recipe function's arguments:
-    whether the installed release takes them is said when the job runs
-    (:func:`ignored_recipe_keys`).
+    other keys are named. Its ``recipe.*`` keys are the recipe function's arguments,
+    passed where the installed release's recipe takes them (``recipe_line``: the line
+    that will run, :func:`ignored_recipe_keys`); without a line (the CPU fallback) no
+    recipe function is called and every one is named.
     """
     read = {*FIELDS, *DATA_FIELDS, *DESCRIPTIVE_KEYS, *(SFT_FIELDS if kind == "sft" else ())}
     has_data_path = _get(cfg, "data.data_path")[1] not in (None, "")
@@ -139,7 +140,12 @@ def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
                 out.append((key, "data.data_path is set and names the data"))
             continue
         if key.startswith("recipe."):
-            continue  # arguments of the recipe function: which the release takes is known at run time
+            if recipe_line is None:
+                out.append((key, "no Megatron-Bridge recipe function is called here (the reference passes "
+                                 "recipe.* to it as arguments)"))
+            elif key in ignored_recipe_keys(kind, cfg, recipe_line):
+                out.append((key, f"the recipe function of megatron-bridge {recipe_line.name} takes no such argument"))
+            continue
 
         out.append((key, "it is not one of the keys set on Megatron-Bridge's ConfigContainer, "
                          "listed in nemotron.training.megatron_bridge.FIELDS"))
@@ -317,7 +323,6 @@ def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = i
     so that the job is requeued (:mod:`nemotron.training.native_resilience`).
     """
     import inspect
-    import sys
 
     from nemo_runspec.ranks import global_rank
 
@@ -328,9 +333,6 @@ def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = i
     if global_rank() == 0:
         print(f"[{kind}] backend: Megatron-Bridge {line.name}: {target}("
               + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")", flush=True)
-        for key in ignored_recipe_keys(kind, cfg, line):
-            print(f"warning: nano3/{kind}: key '{key}' is not passed: the recipe function of megatron-bridge "
-                  f"{line.name} takes no such argument; ignored", file=sys.stderr, flush=True)
     container = build_config(kind, cfg, importer=importer, line=line)
     entry = importer(ENTRY_POINTS[kind])
     res = NativeResilience.from_env()

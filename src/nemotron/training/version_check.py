@@ -30,7 +30,8 @@ from nemo_runspec.errors import ConfigError
 from .release import Found, installed_version
 from .versions import STAGE_LIBRARY, ImageRow, normalize_image, row_for, rows_for_stage
 
-__all__ = ["Found", "check", "check_evaluator", "gate", "installed_version", "job_image", "likely_backend"]
+__all__ = ["Found", "bridge_line_if_native", "check", "check_evaluator", "gate", "installed_version", "job_image",
+           "likely_backend"]
 
 #: container_image values that mean "no container"
 NO_IMAGE = ("", "none", "null")
@@ -141,6 +142,17 @@ def likely_backend(cfg: Any, native_found: bool) -> str | None:
     if native_found:
         return "native"
     return "torch" if fallback_allowed(cfg) else None
+
+
+def bridge_line_if_native(stage: str, backend: str | None) -> Any:
+    """The installed Megatron-Bridge line when ``backend`` is native for a pretrain/SFT job
+    (its recipe may take the reference's ``recipe.*`` arguments), else None."""
+    if backend != "native" or stage not in ("pretrain", "sft"):
+        return None
+    from . import bridge_lines
+
+    found = installed_version("megatron-bridge")
+    return bridge_lines.line_for(found.version) if found else None
 
 
 def gate(stage: str, cfg: Any, *, native_found: bool, default_image: str | None = None) -> str | None:

@@ -67,15 +67,17 @@ def test_the_reference_pretrain_layout_has_no_unused_keys():
 
 def test_the_reference_sft_layout_names_what_means_nothing_here():
     unused = dict(mb.unused_keys("sft", REFERENCE_SFT))
-    assert set(unused) == {"dataset.nano3_packed_sft_dir", "dataset.packed_sequence_specs.packed_sequence_size",
-                           "model.hidden_size", "checkpoint.finetune"}
+    assert set(unused) == {"recipe.packed_sequence", "recipe.peft", "dataset.nano3_packed_sft_dir",
+                           "dataset.packed_sequence_specs.packed_sequence_size", "model.hidden_size",
+                           "checkpoint.finetune"}
+    assert "no Megatron-Bridge recipe function is called here" in unused["recipe.peft"]  # the CPU fallback
     assert "FIELDS" in unused["model.hidden_size"]
 
 
 def test_warnings_are_one_line_each(capsys):
     entry.warn_unused_keys(OmegaConf.create(REFERENCE_SFT), "sft", "sft.yaml")
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 4 and all(ln.startswith("warning: sft.yaml: key '") for ln in lines)
+    assert len(lines) == 6 and all(ln.startswith("warning: sft.yaml: key '") for ln in lines)
     assert any("'model.hidden_size' means nothing to nano3/sft here" in ln for ln in lines)
 
 
@@ -105,6 +107,9 @@ def test_the_reference_recipe_arguments_reach_the_recipe_that_takes_them():
 
     cfg = {**REFERENCE_SFT, "recipe": {**REFERENCE_SFT["recipe"], "_target_": None}}
     assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.3.0rc0")) == []
+    assert not [k for k, _ in mb.unused_keys("sft", cfg, recipe_line=bl.line_for("0.3.0rc0")) if k.startswith("recipe.")]
+    on_04 = dict(mb.unused_keys("sft", cfg, recipe_line=bl.line_for("0.4.0")))
+    assert "megatron-bridge 0.4 (ValidationConfig) takes no such argument" in on_04["recipe.peft"]
     assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.4.0")) == ["recipe.packed_sequence", "recipe.peft"]
     assert mb.ignored_recipe_keys("sft", REFERENCE_SFT, bl.line_for("0.3.0")) == [  # a function of its own
         "recipe.packed_sequence", "recipe.peft"]
