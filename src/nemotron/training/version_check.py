@@ -167,9 +167,13 @@ def gate(stage: str, cfg: Any, *, native_found: bool, default_image: str | None 
         _line, messages = check(stage, cfg, default_image=default_image)
     except ConfigError as exc:
         if not fallback_allowed(cfg):
-            raise
-        print(f"note: {exc}; the config allows the CPU fallback: using it", file=sys.stderr, flush=True)
-        return "torch"
-    for message in messages:
-        print(message, file=sys.stderr, flush=True)
-    return None
+            raise  # every rank stops with it
+        messages, decision = [f"note: {exc}; the config allows the CPU fallback: using it"], "torch"
+    else:
+        decision = None
+    from nemo_runspec.ranks import global_rank
+
+    if global_rank() == 0:  # the same on every rank: said once
+        for message in messages:
+            print(message, file=sys.stderr, flush=True)
+    return decision

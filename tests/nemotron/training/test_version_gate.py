@@ -139,6 +139,9 @@ def test_with_the_fallback_allowed_a_mismatch_is_a_note_and_the_fallback(monkeyp
         vc.gate("sft", {"fallback": {"enabled": False}}, native_found=True)
     assert vc.gate("sft", {"backend": "torch"}, native_found=True) is None  # forced fallback: nothing checked
     assert vc.gate("sft", {}, native_found=False) is None  # not installed: the backend choice says so
+    monkeypatch.setenv("RANK", "3")  # the same decision on every rank, said by rank 0 only
+    assert vc.gate("sft", {"fallback": {"enabled": "auto"}}, native_found=True) == "torch"
+    assert capsys.readouterr().err == ""
 
 
 def test_installed_version_reads_package_info_without_importing(tmp_path, monkeypatch):
