@@ -125,6 +125,9 @@ def _fix(kind: str, found: str, want: str) -> str:
     if (found, want) == ("megatron-dist", "hf"):
         return ("export it with `nemotron nano3 convert` (Megatron-Bridge's AutoBridge) and start from "
                 "its hf artifact (nano3-sft-model-hf), or import a Hugging Face model: nemotron nano3 model import")
+    if found == "nemo-rl":
+        return ("export it with NeMo-RL's own converter in the RL image (examples/converters/convert_dcp_to_hf.py, "
+                "or convert_megatron_to_hf.py for its Megatron backend), then `nemotron nano3 model import rl PATH`")
     if want == "fallback-pt" or found == "fallback-pt":
         return "the CPU fallback and the native backends do not read each other's checkpoints: " \
                "use the model of the same chain (-c tiny for the fallback chain)"

@@ -99,6 +99,16 @@ def test_the_recorded_format_wins_and_an_old_artifact_is_read_from_its_layout(re
         formats.check_model_input("rl", _rl_cfg("liar:latest"), "native", resolve=resolve_path_key)
 
 
+def test_eval_of_a_nemo_rl_checkpoint_names_nemo_rls_converter(registry, tmp_path):
+    rl = tmp_path / "rl"
+    (rl / "step_50" / "policy" / "weights").mkdir(parents=True)
+    registry.publish("nano3-rl-model", rl, metadata={"format": "nemo-rl"})
+    cfg = {"run": {"model": "nano3-rl-model:latest"}, "deployment": {"checkpoint_path": "${art:model,path}"}}
+    with pytest.raises(ConfigError, match="is nemo-rl; this stage's backend loads a Hugging Face model") as exc:
+        formats.check_model_input("eval", cfg, "native", resolve=resolve_path_key)
+    assert "convert_dcp_to_hf.py" in str(exc.value) and exc.value.key == "deployment.checkpoint_path"
+
+
 def test_no_model_or_an_unresolvable_one_is_left_to_the_stage(registry):
     assert formats.check_model_input("rl", {"policy": {"model_name": None}}, "native", resolve=resolve_path_key) is None
     assert formats.check_model_input("rl", _rl_cfg("absent:latest"), "native", resolve=resolve_path_key) is None
