@@ -1,37 +1,47 @@
 #!/usr/bin/env python3
-"""Record the NeMo-RL API our GRPO entry calls, read from NeMo-RL's source.
+"""Record the NeMo-RL API our GRPO entry calls, per release, read from NeMo-RL's source.
 
 NeMo-RL has no usable PyPI release (it ships in its container image), so the
-test suite cannot import it. Instead this script reads a NeMo-RL checkout at a
-pinned tag with ``ast`` (nothing is imported or executed) and writes a small
-JSON manifest: for every dotted name in ``nemotron.training.nemo_rl.NAMES``,
-its parameters (or a class's ``__init__`` / dataclass fields) and, for
-functions returning a tuple literal, how many values they return; the keys of
-the config ``TypedDict`` s (required and optional, bases merged); and the leaf
+test suite cannot import it. Instead this script reads a NeMo-RL git dir at a
+ref with ``ast`` (nothing is imported or executed; :mod:`api_source`) and writes a
+small JSON manifest: for every dotted name some line of
+``nemotron.training.rl_lines`` uses, its parameters (or a class's ``__init__`` /
+dataclass fields) and, for functions returning a tuple, how many values; the keys
+of the config ``TypedDict`` s (required and optional, bases merged); and the leaf
 keys and values of the base GRPO config. ``tests/nemotron/training/test_nemo_rl.py``
-checks our calls and config against that manifest.
+checks our calls and config against every manifest.
 
-Regenerate after changing the pin (``git clone https://github.com/NVIDIA-NeMo/RL``)::
+Regenerate every manifest (``git clone https://github.com/NVIDIA-NeMo/RL``)::
 
-    python scripts/nemo_rl_api.py --git-dir RL/.git --ref v0.4.0 \\
-        > tests/nemotron/training/data/nemo_rl-v0.4.0.json
+    python scripts/nemo_rl_api.py --git-dir RL/.git --all --out tests/nemotron/training/data
 
-The test suite reruns this against ``$NEMO_RL_SRC`` (a git dir) when it is set
-and fails if the committed manifest differs.
+or one: ``--ref v0.4.0 > tests/nemotron/training/data/nemo_rl-v0.4.0.json``. The test
+suite reruns this against ``$NEMO_RL_SRC`` (a git dir) when it is set and fails if a
+committed manifest differs.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_source import (  # noqa: E402,F401 - the sibling module; names re-exported for the tests
+    Reader,
+    Source,
+    class_kind,
+    commit_of,
+    describe,
+    git_reader,
+    package_version,
+    tree_reader,
+    typed_dict_keys,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +50,9 @@ TYPED_DICTS = {
     "": "nemo_rl.algorithms.grpo.MasterConfig",
     "grpo": "nemo_rl.algorithms.grpo.GRPOConfig",
     "data": "nemo_rl.data.DataConfig",
+    "data.train": "nemo_rl.data.ResponseDatasetConfig",
+    "data.validation": "nemo_rl.data.ResponseDatasetConfig",
+    "data.default": "nemo_rl.data.ResponseDatasetConfig",
     "loss_fn": "nemo_rl.algorithms.loss_functions.ClippedPGLossConfig",
     "checkpointing": "nemo_rl.utils.checkpoint.CheckpointingConfig",
     "cluster": "nemo_rl.distributed.virtual_cluster.ClusterConfig",
@@ -50,126 +63,13 @@ TYPED_DICTS = {
     "env.math": "nemo_rl.environments.math_environment.MathEnvConfig",
 }
 BASE_CONFIG = "examples/configs/grpo_math_1B.yaml"
-
-Reader = Callable[[str], "str | None"]
-
-
-def git_reader(git_dir: str, ref: str) -> Reader:
-    """Read ``path`` at ``ref`` from a git dir (``None`` when absent)."""
-    def read(path: str) -> str | None:
-        r = subprocess.run(["git", "--git-dir", git_dir, "show", f"{ref}:{path}"], capture_output=True, text=True)
-        return r.stdout if r.returncode == 0 else None
-    return read
-
-
-def tree_reader(root: str) -> Reader:
-    """Read ``path`` from a work tree (``None`` when absent)."""
-    def read(path: str) -> str | None:
-        p = Path(root) / path
-        return p.read_text() if p.is_file() else None
-    return read
-
-
-class Source:
-    """Top-level definitions of NeMo-RL modules, following ``from X import Y`` re-exports."""
-
-    def __init__(self, read: Reader) -> None:
-        self.read = read
-        self._trees: dict[str, ast.Module | None] = {}
-
-    def module(self, dotted: str) -> ast.Module | None:
-        if dotted not in self._trees:
-            base = dotted.replace(".", "/")
-            text = self.read(base + ".py")
-            if text is None:
-                text = self.read(base + "/__init__.py")
-            self._trees[dotted] = ast.parse(text) if text is not None else None
-        return self._trees[dotted]
-
-    def find(self, module: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | None:
-        """The definition of ``name`` as seen from ``module`` (its defining module and node)."""
-        tree = self.module(module)
-        if tree is None or depth > 8:
-            return None
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
-                return module, node
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    if (alias.asname or alias.name) == name:
-                        return self.find(node.module, alias.name, depth + 1)
-        return None
-
-
-def _params(fn: ast.FunctionDef, *, drop_self: bool = False) -> dict[str, Any]:
-    args = fn.args
-    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
-    if drop_self and positional:
-        positional = positional[1:]
-    n_defaults = len(args.defaults)
-    required = positional[: len(positional) - n_defaults] if n_defaults else list(positional)
-    kwonly = [a.arg for a in args.kwonlyargs]
-    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
-    return {"params": positional + kwonly, "required": required}
-
-
-def _returned_tuple_len(fn: ast.FunctionDef) -> int | None:
-    sizes = {len(n.value.elts) for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)}
-    return sizes.pop() if len(sizes) == 1 else None
-
-
-def _is_dataclass(cls: ast.ClassDef) -> bool:
-    return any("dataclass" in ast.unparse(d) for d in cls.decorator_list)
-
-
-def describe(src: Source, dotted: str) -> dict[str, Any] | None:
-    """What a caller needs to know about the object ``dotted`` names."""
-    module, _, name = dotted.rpartition(".")
-    found = src.find(module, name)
-    if found is None:
-        return None
-    defined_in, node = found
-    out: dict[str, Any] = {"defined_in": defined_in}
-    if isinstance(node, ast.FunctionDef):
-        out.update(kind="function", **_params(node))
-        n = _returned_tuple_len(node)
-        if n is not None:
-            out["returns_tuple_of"] = n
-        return out
-    assert isinstance(node, ast.ClassDef)
-    out["decorators"] = [ast.unparse(d).split("(")[0] for d in node.decorator_list]
-    init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
-    if init is not None:
-        out.update(kind="class", **_params(init, drop_self=True))
-    elif _is_dataclass(node):
-        fields = [s for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-        out.update(kind="class", params=[f.target.id for f in fields],  # type: ignore[union-attr]
-                   required=[f.target.id for f in fields if f.value is None])  # type: ignore[union-attr]
-    else:
-        out.update(kind="class", params=[], required=[])
-    return out
-
-
-def typed_dict_keys(src: Source, module: str, name: str) -> dict[str, list[str]] | None:
-    """Required and optional keys of a TypedDict, bases merged (``NotRequired[...]`` is optional)."""
-    found = src.find(module, name)
-    if found is None or not isinstance(found[1], ast.ClassDef):
-        return None
-    defined_in, cls = found
-    required: set[str] = set()
-    optional: set[str] = set()
-    for base in cls.bases:
-        base_name = ast.unparse(base)
-        if base_name != "TypedDict":
-            inherited = typed_dict_keys(src, defined_in, base_name)
-            if inherited:
-                required |= set(inherited["required"])
-                optional |= set(inherited["optional"])
-    for stmt in cls.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            (optional if "NotRequired" in ast.unparse(stmt.annotation) else required).add(stmt.target.id)
-    return {"required": sorted(required), "optional": sorted(optional - required)}
+#: manifest label -> the ref it is read at
+REFS = {
+    "v0.4.0": "v0.4.0",
+    # the branch the nemo-rl:v0.4.0.nemotron_3_nano image evidently carries (nemotron.training.versions)
+    "nano-v3": "90ecaaccdf66fb92f814b2325db81a0105ed933a",
+    "v0.5.0": "v0.5.0", "v0.6.0": "v0.6.0", "v0.7.0": "v0.7.0",
+}
 
 
 def leaf_keys(tree: Any, prefix: str = "") -> list[str]:
@@ -189,8 +89,10 @@ def manifest(read: Reader, names: dict[str, str], *, ref: str, commit: str) -> d
     base_text = read(BASE_CONFIG)
     base = yaml.safe_load(base_text) if base_text else None
     return {
-        "source": {"repo": "NVIDIA-NeMo/RL", "ref": ref, "commit": commit},
+        "source": {"repo": "NVIDIA-NeMo/RL", "ref": ref, "commit": commit,
+                   "version": package_version(src, "nemo_rl")},
         "names": {key: describe(src, dotted) for key, dotted in sorted(names.items())},
+        "master_config_kind": class_kind(src, TYPED_DICTS[""]),
         "typed_dicts": {section: typed_dict_keys(src, *dotted.rsplit(".", 1))
                         for section, dotted in TYPED_DICTS.items()},
         # what grpo_train saves and nemotron.training.native_resilience reads back
@@ -203,20 +105,26 @@ def manifest(read: Reader, names: dict[str, str], *, ref: str, commit: str) -> d
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--git-dir", help="a NeMo-RL git dir (read at --ref)")
-    where.add_argument("--tree", help="a NeMo-RL work tree (already at the pinned ref)")
-    parser.add_argument("--ref", default="v0.4.0")
+    where.add_argument("--git-dir", help="a NeMo-RL git dir (read at --ref, or every ref of REFS with --all)")
+    where.add_argument("--tree", help="a NeMo-RL work tree (already at the ref)")
+    parser.add_argument("--ref", default="v0.4.0", help="a label of REFS, a tag or a commit")
+    parser.add_argument("--all", action="store_true", help="every label of REFS, into --out (needs --git-dir)")
+    parser.add_argument("--out", default=str(ROOT / "tests/nemotron/training/data"))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
-    from nemotron.training.nemo_rl import NAMES
+    from nemotron.training.rl_lines import ALL_NAMES
 
+    if args.all and args.git_dir:
+        for label, ref in REFS.items():
+            data = manifest(git_reader(args.git_dir, ref), ALL_NAMES, ref=ref, commit=commit_of(args.git_dir, ref))
+            (Path(args.out) / f"nemo_rl-{label}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        return 0
     if args.git_dir:
-        read = git_reader(args.git_dir, args.ref)
-        commit = subprocess.run(["git", "--git-dir", args.git_dir, "rev-parse", f"{args.ref}^{{commit}}"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        ref = REFS.get(args.ref, args.ref)
+        read, commit = git_reader(args.git_dir, ref), commit_of(args.git_dir, ref)
     else:
-        read, commit = tree_reader(args.tree), "work-tree"
-    json.dump(manifest(read, NAMES, ref=args.ref, commit=commit), sys.stdout, indent=1, sort_keys=True)
+        read, ref, commit = tree_reader(args.tree), args.ref, "work-tree"
+    json.dump(manifest(read, ALL_NAMES, ref=ref, commit=commit), sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0
 

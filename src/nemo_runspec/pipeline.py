@@ -203,6 +203,9 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
         plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume)
+        unneeded = step.skip_when(job) if step.skip_when is not None else None
+        if unneeded:
+            plan = dataclasses.replace(plan, skip=True, reason=f"skipped: {unneeded}")
         if prep is not None:  # keyed by the config as written; run, shown and submitted as prepared
             plan = dataclasses.replace(plan, job=prep.job, preparation=prep)
         plans.append(plan)

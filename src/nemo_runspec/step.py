@@ -66,6 +66,9 @@ class Step:
         description: one line for listings.
         prepare: called with the compiled job; returns the :class:`Preparation` the
             pipeline runs, shows and submits (``None``: the compiled job as it is).
+        skip_when: called with the compiled job; a reason when the stage has nothing to
+            do under this config (e.g. a conversion between formats that already match):
+            the stage is skipped whatever ``--no-resume`` says, and the reason shown.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Step:
     check: Callable[[CompiledJob, Sequence[str]], None] | None = field(default=None, compare=False)
     description: str = ""
     prepare: Callable[[CompiledJob], Preparation] | None = field(default=None, compare=False)
+    skip_when: Callable[[CompiledJob], str | None] | None = field(default=None, compare=False)
 
     @cached_property
     def runspec(self) -> Runspec:

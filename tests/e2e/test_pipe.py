@@ -26,6 +26,8 @@ pytestmark = [pytest.mark.slurm]
 
 PREP_RECIPE = "nano3/data/prep/pretrain"
 STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "prep-rl", "rl", "eval"]
+#: every stage of the chain: -c tiny skips convert (SFT and RL hand each other fallback-pt as it is)
+ALL_STAGES = ["prep-pretrain", "pretrain", "prep-sft", "sft", "convert", "prep-rl", "rl", "eval"]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,9 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
     pipe_id = re.search(r"^pipe (\S+):", proc.stderr, re.M).group(1)
     assert f"nemotron jobs logs -f {pipe_id}" in proc.stderr
     chain = json.loads(proc.stdout)  # --batch: stdout is the chain's one JSON line
-    assert chain["pipe_id"] == pipe_id and {s["stage"]: s["job_id"] for s in chain["stages"]} == ids
+    assert chain["pipe_id"] == pipe_id and {s["stage"]: s["job_id"] for s in chain["stages"] if s["job_id"]} == ids
+    assert [s["stage"] for s in chain["stages"]] == ALL_STAGES
+    assert "formats already match" in next(s["skipped"] for s in chain["stages"] if s["stage"] == "convert")
     # the one command that follows the chain: every stage's log, live, in order
     follow = nemotron(home, "jobs", "logs", "-f", pipe_id)
     assert follow.returncode == 0, follow.stderr[-3000:]
@@ -82,19 +86,20 @@ def test_tiny_chain_batch_runs_in_order_then_a_rerun_submits_nothing(home, slurm
                  "nano3-sft-model-tiny", "nano3-rl-data-tiny", "nano3-rl-model-tiny", "nano3-eval-tiny"):
         assert reg.resolve(f"{name}:latest").metadata["pipe_id"] == pipe_id, name
     record = json.loads((Path(home["env"]["NEMOTRON_HOME"]) / "pipes" / f"{pipe_id}.json").read_text())
-    assert {s["name"]: s["job_id"] for s in record["stages"]} == ids
-    sft_log = Path(record["stages"][3]["log"]).read_text()
+    by_name = {s["name"]: s for s in record["stages"]}
+    assert {n: s["job_id"] for n, s in by_name.items() if s.get("job_id")} == ids
+    sft_log = Path(by_name["sft"]["log"]).read_text()
     assert "final loss" in sft_log
     # the chain ends in a number: the eval stage's summary line, and its published metrics
-    eval_log = Path(record["stages"][6]["log"]).read_text()
+    eval_log = Path(by_name["eval"]["log"]).read_text()
     assert re.search(r"^eval: .*perplexity=\d", eval_log, re.M), eval_log[-2000:]
     assert reg.resolve("nano3-eval-tiny:latest").metadata["model"].startswith("nano3-rl-model-tiny:v")
 
     again = nemotron(home, "nano3", "pipe", "-c", "tiny", "--batch", "cluster")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "nothing to submit" in again.stderr
-    assert [s["job_id"] for s in json.loads(again.stdout)["stages"]] == [None] * len(STAGES)
-    assert again.stderr.count("skipped:") == len(STAGES)
+    assert [s["job_id"] for s in json.loads(again.stdout)["stages"]] == [None] * len(ALL_STAGES)
+    assert again.stderr.count("skipped:") == len(ALL_STAGES)
 
 
 # A stage that fails with a code of its own: without its fallback and with no usable

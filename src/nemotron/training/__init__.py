@@ -6,5 +6,9 @@ installed (or when the config asks for it); see ``docs/training.md``.
 Modules: :mod:`.tiny_gpt` (model and losses), :mod:`.data` (readers for the
 data-prep outputs), :mod:`.checkpoint` (atomic save / resume), :mod:`.loop`
 (the DDP training loop) and :mod:`.entry` (backend choice and the script entry
-point). Nothing here is imported by the CLI; torch is imported by the submodules.
+point); and what the native backends are called with in each image: :mod:`.versions`
+(the compatibility table), :mod:`.bridge_lines` and :mod:`.rl_lines` (per release
+line), :mod:`.version_check` (the job's first check). The CLI imports only
+:mod:`.native_plan` (and through it the table and lines) for its dry runs; torch
+is imported by the submodules.
 """

@@ -219,16 +219,17 @@ def reference_sft_layout(cfg: Any, kind: str) -> Any:
     return OmegaConf.create(raw)
 
 
-def warn_unused_keys(cfg: Any, kind: str, config_path: str) -> None:
+def warn_unused_keys(cfg: Any, kind: str, config_path: str, *, recipe_line: Any = None) -> None:
     """One ``warning:`` line (rank 0) per key of the config this stage does not read
-    (:func:`nemotron.training.megatron_bridge.unused_keys`)."""
+    (:func:`nemotron.training.megatron_bridge.unused_keys`; ``recipe_line``: the installed
+    Megatron-Bridge line when the native backend will run, whose recipe may take ``recipe.*``)."""
     if kind not in ("pretrain", "sft") or global_rank() != 0:
         return
     from omegaconf import OmegaConf
 
     from .megatron_bridge import unused_keys
 
-    for key, why in unused_keys(kind, OmegaConf.to_container(cfg, resolve=False)):
+    for key, why in unused_keys(kind, OmegaConf.to_container(cfg, resolve=False), recipe_line=recipe_line):
         print(f"warning: {config_path}: key '{key}' means nothing to nano3/{kind} here ({why}); ignored",
               file=sys.stderr, flush=True)
 
@@ -250,7 +251,10 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
-    art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend,
+    from .formats import produced
+
+    fmt = produced(kind, "torch" if backend == "torch-fallback" else "native")
+    art = registry.publish(name, ckpt, metadata={"kind": f"{kind}-model", "backend": backend, "format": fmt,
                                                   "config": str(config_path)})
     if art.version == 0:  # W&B offline: the version is assigned when the run is uploaded
         run = getattr(registry.backend, "last_offline_run", None)
@@ -346,6 +350,22 @@ def start_wandb_run(cfg: Any, kind: str, settings: Any) -> Any:
                        job_path(directory))
 
 
+def native_found(module: str) -> bool:
+    """The native backend and what it imports first are installed (``find_spec``; nothing imported)."""
+    return importable(module) and all(importable(dep) for dep in NATIVE_NEEDS.get(module, ()))
+
+
+def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) -> str | None:
+    """:func:`nemotron.training.version_check.gate` with the recipe's runspec image as the
+    suggested fix: ``"torch"`` (a version problem, the config allows the fallback), None
+    (go on), or a one-line :class:`ConfigError`."""
+    from nemo_runspec import parse
+
+    from .version_check import gate
+
+    return gate(kind, cfg, native_found=native_found(native_module), default_image=parse(script).image)
+
+
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
          native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
     """Entry point of a recipe ``train.py``: load config, choose the backend, run; returns the exit code.
@@ -366,8 +386,17 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = reference_sft_layout(load_config(args.config, extra), kind)
-        warn_unused_keys(cfg, kind, args.config)
-        backend = choose_backend(cfg, native_module)
+        # first, before the (slow) native import: the image's library versions against the table,
+        # then the starting model's format against what that backend loads
+        from .formats import check_model_input
+        from .version_check import bridge_line_if_native, likely_backend
+
+        forced = native_version_gate(kind, cfg, native_module, script)
+        likely = forced or likely_backend(cfg, native_found(native_module))
+        warn_unused_keys(cfg, kind, args.config, recipe_line=bridge_line_if_native(kind, likely))
+        if likely is not None:
+            check_model_input(kind, cfg, likely, resolve=resolve_path_key)
+        backend = forced or choose_backend(cfg, native_module)
         if backend == "native":
             from .wandb_logging import apply_to_native, wandb_settings
 

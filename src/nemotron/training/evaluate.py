@@ -424,6 +424,12 @@ def run_native(cfg: Any, job_dir: Path) -> dict[str, Any]:
 
     from nemo_runspec import evaluator
 
+    from .entry import resolve_path_key
+    from .formats import check_model_input
+    from .version_check import check_evaluator
+
+    check_evaluator()  # the launcher line this config is written for (docs/evaluation.md)
+    check_model_input("eval", cfg, "native", resolve=resolve_path_key)  # vLLM serves a Hugging Face model
     config = evaluator.evaluator_config(cfg)
     defaults = cfg.get("launcher_defaults")
     config = evaluator.compose_with_launcher_defaults(config, dict(defaults) if defaults is not None else {})

@@ -1,28 +1,32 @@
 """Our pretrain/SFT configs onto Megatron-Bridge, the way that library's users do it.
 
-Written against ``megatron-bridge==0.3.1`` (PyPI; :data:`PINNED`) and the
-megatron-core it requires. A recipe function (the config's ``recipe._target_``,
-default :data:`RECIPES`) returns a ``ConfigContainer``; our keys are then set on
-its dataclass tree through :data:`FIELDS`, the one table of which key goes
-where, and the data-prep output's ``blend.json`` becomes the dataset's
+A recipe function returns a ``ConfigContainer``; our keys are then set on its
+dataclass tree through :data:`FIELDS`, the one table of which key goes where, and
+the data-prep output's ``blend.json`` becomes the dataset's
 ``blend``/``blend_per_split``/``split`` through the library's own
 ``get_blend_fields_from_data_paths(per_split_data_args_path=...)``. Pretraining
 calls ``pretrain(config, forward_step)``, SFT ``finetune(config, forward_step)``.
 
-For SFT the recipe's dataset (an ``HFDatasetConfig`` that downloads SQuAD) is
-replaced by a plain ``FinetuningDatasetConfig`` whose ``PackedSequenceSpecs``
-name the SFT data prep's ``packed/*.npy`` files (:data:`SFT_FIELDS`; the
-training config takes them from the data artifact's metadata,
-``${art:data,metadata.packed_sequence_specs.*}``); its other settings
-(``dataset_kwargs``, seed, dataloader type, ``pad_seq_to_mult``, ...) are
+Which recipe function, which model and dataset classes and where the validation
+keys go depend on the Megatron-Bridge release inside the job's image: a
+:class:`~nemotron.training.bridge_lines.BridgeLine` says it per release line, and
+:func:`run` takes the line of the installed version. The config's
+``recipe._target_`` left ``null`` means the line's own Nemotron 3 Nano recipe.
+
+For SFT the recipe's dataset (one that downloads SQuAD) is replaced by the line's
+plain SFT dataset config whose ``PackedSequenceSpecs`` name the SFT data prep's
+``packed/*.npy`` files (:data:`SFT_FIELDS`; the training config takes them from the
+data artifact's metadata, ``${art:data,metadata.packed_sequence_specs.*}``); its other
+settings (``dataset_kwargs``, seed, dataloader type, ``pad_seq_to_mult``, ...) are
 carried over from the recipe.
 
 ``ConfigContainer.from_dict`` is not used: it wants a ``_target_`` and only
-the library's own field names, not our layout.
+the library's field names, not our layout.
 
-Megatron-Bridge imports transformer-engine, so none of this runs without a GPU;
-``tests/nemotron/training/test_megatron_bridge.py`` checks every name used here
-against the pinned wheel's source (docs/training.md says what was verified).
+Megatron-Bridge imports transformer-engine, so none of this runs without a GPU:
+``tests/nemotron/training/test_bridge_lines.py`` drives it with stand-ins built from
+every supported release's source, and ``test_megatron_bridge.py`` checks the
+:data:`PINNED` wheel (docs/training.md says what was verified).
 """
 
 from __future__ import annotations
@@ -35,27 +39,28 @@ from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
+from .bridge_lines import (
+    BLEND_FIELDS,
+    CALLBACK_MANAGER,
+    ENTRY_POINTS,
+    FORWARD_STEP,
+    KNOWN_RECIPES,
+    BridgeLine,
+    line_for,
+)
 from .nsys import native_profiling
 
+#: the wheel the test venv installs (``scripts/bootstrap.sh test``) and reads as source
 PINNED = "megatron-bridge==0.3.1"
-
-RECIPES = {
-    "pretrain": "megatron.bridge.recipes.nemotronh.nemotron_3_nano.nemotron_3_nano_pretrain_config",
-    "sft": "megatron.bridge.recipes.nemotronh.nemotron_3_nano.nemotron_3_nano_sft_config",
-}
-ENTRY_POINTS = {
-    "pretrain": "megatron.bridge.training.pretrain.pretrain",
-    "sft": "megatron.bridge.training.finetune.finetune",
-}
-FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
+#: the line of :data:`PINNED`, used where no installed version says otherwise
+PINNED_LINE: BridgeLine = line_for(PINNED.rpartition("=")[2])  # type: ignore[assignment]
+RECIPES = dict(PINNED_LINE.recipes)
+FINETUNING_DATASET = PINNED_LINE.sft_dataset
+PACKED_SPECS = PINNED_LINE.specs_class
 #: what run.profile.nsys turns on (NsysPlugin's switch: use_nsys_profiler, profile_step_*, profile_ranks)
 PROFILING_CONFIG = "megatron.bridge.training.config.ProfilingConfig"
-#: what ``pretrain(..., callbacks=)`` takes; a resilient job registers its per-step heartbeat on it
-CALLBACK_MANAGER = "megatron.bridge.training.callbacks.CallbackManager"
-BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
-#: the SFT dataset config and its packed-sequence settings
-FINETUNING_DATASET = "megatron.bridge.training.config.FinetuningDatasetConfig"
-PACKED_SPECS = "megatron.bridge.data.datasets.packed_sequence.PackedSequenceSpecs"
+__all__ = ["BLEND_FIELDS", "CALLBACK_MANAGER", "ENTRY_POINTS", "FORWARD_STEP", "PINNED", "RECIPES",
+           "build_config", "run", "unused_keys"]
 
 #: our config key -> the ConfigContainer attribute it sets (both dotted)
 FIELDS: dict[str, str] = {
@@ -114,15 +119,18 @@ def _leaves(node: Any, prefix: str = "") -> list[str]:
     return [prefix] if prefix else []
 
 
-def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+def unused_keys(kind: str, cfg: Mapping[str, Any], *, recipe_line: BridgeLine | None = None) -> list[tuple[str, str]]:
     """``(dotted key, why)`` for every key of ``cfg`` that this stage does not read.
 
     Read are :data:`FIELDS` (and :data:`SFT_FIELDS` for SFT), the data and recipe
     keys, the reference's ``recipe.per_split_data_args_path`` (pretraining: the
     data-prep output's ``blend.json``, used when ``data.data_path`` is not set) and
     the sections of :data:`OWN_SECTIONS`. A config written for the reference
-    merges every key onto the ``ConfigContainer`` and passes ``recipe.*`` to the
-    recipe function as arguments; here neither happens, so such keys are named.
+    merges every key onto the ``ConfigContainer``; here only :data:`FIELDS` are set, so
+    other keys are named. Its ``recipe.*`` keys are the recipe function's arguments,
+    passed where the installed release's recipe takes them (``recipe_line``: the line
+    that will run, :func:`ignored_recipe_keys`); without a line (the CPU fallback) no
+    recipe function is called and every one is named.
     """
     read = {*FIELDS, *DATA_FIELDS, *DESCRIPTIVE_KEYS, *(SFT_FIELDS if kind == "sft" else ())}
     has_data_path = _get(cfg, "data.data_path")[1] not in (None, "")
@@ -135,9 +143,13 @@ def unused_keys(kind: str, cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
                 out.append((key, "data.data_path is set and names the data"))
             continue
         if key.startswith("recipe."):
-            out.append((key, f"the reference passes recipe.* to the recipe function; the functions of "
-                             f"{PINNED} take no arguments"))
+            if recipe_line is None:
+                out.append((key, "no Megatron-Bridge recipe function is called here (the reference passes "
+                                 "recipe.* to it as arguments)"))
+            elif key in ignored_recipe_keys(kind, cfg, recipe_line):
+                out.append((key, f"the recipe function of megatron-bridge {recipe_line.name} takes no such argument"))
             continue
+
         out.append((key, "it is not one of the keys set on Megatron-Bridge's ConfigContainer, "
                          "listed in nemotron.training.megatron_bridge.FIELDS"))
     return out
@@ -186,23 +198,58 @@ def resilience_fields(environ: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> Any:
+def recipe_for(kind: str, cfg: Mapping[str, Any], line: BridgeLine) -> tuple[str, dict[str, Any]]:
+    """The recipe function to call and its keyword arguments.
+
+    ``recipe._target_`` unset (or null) is the line's own Nemotron 3 Nano recipe with
+    the line's arguments. A target naming another line's nano3 recipe is a one-line
+    error (the installed release does not have it). On a line whose recipes take
+    keyword arguments, the reference's other ``recipe.*`` keys (``peft``,
+    ``packed_sequence``, ...) are passed too, as the reference does.
+    """
+    recipe = dict(cfg.get("recipe") or {})
+    target = recipe.pop("_target_", None) or line.recipes[kind]
+    recipe.pop("per_split_data_args_path", None)
+    if target in KNOWN_RECIPES and target != line.recipes[kind]:
+        raise ConfigError(f"recipe._target_ names {target.rpartition('.')[2]}, which megatron-bridge "
+                          f"{line.name} does not have (its {kind} recipe is {line.recipes[kind].rpartition('.')[2]})",
+                          key="recipe._target_", hint="set recipe._target_=null for the image's own recipe, "
+                          "or run in an image whose megatron-bridge has that function")
+    own = target == line.recipes[kind]
+    kwargs: dict[str, Any] = dict(line.recipe_kwargs.get(kind, {})) if own else {}
+    if own and line.kwargs_recipes:
+        kwargs.update(recipe)
+    return target, kwargs
+
+
+def ignored_recipe_keys(kind: str, cfg: Mapping[str, Any], line: BridgeLine) -> list[str]:
+    """The config's ``recipe.*`` arguments the recipe function of ``line`` does not get (its
+    recipes take none, or the config names a function of its own, called without any)."""
+    recipe = {k: v for k, v in (cfg.get("recipe") or {}).items() if k not in ("_target_", "per_split_data_args_path")}
+    target, kwargs = recipe_for(kind, cfg, line)
+    return [f"recipe.{k}" for k in recipe if k not in kwargs]
+
+
+def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target,
+                 line: BridgeLine = PINNED_LINE) -> Any:
     """The ``ConfigContainer`` for our resolved config ``cfg`` (``kind``: pretrain or sft).
 
     ``importer`` resolves dotted names (the recipe function, the blend helper);
     tests pass one that returns stand-ins shaped like the library's objects.
+    ``line``: the Megatron-Bridge release line to build for (:func:`run` passes the
+    installed one).
     """
-    target = (cfg.get("recipe") or {}).get("_target_") or RECIPES[kind]
-    container = importer(target)()
+    target, kwargs = recipe_for(kind, cfg, line)
+    container = importer(target)(**kwargs)
     fields = {**FIELDS, **(SFT_FIELDS if kind == "sft" else {})}
     values: dict[str, Any] = {}
     for ours, theirs in fields.items():
         present, value = _get(cfg, ours)
         if present and value is not None:
-            values[theirs] = value
+            values[line.target(theirs)] = value
     if kind == "sft":
         dataset = {k.removeprefix("dataset."): v for k, v in values.items() if k.startswith("dataset.")}
-        container.dataset = finetuning_dataset(container.dataset, dataset, importer=importer)
+        container.dataset = finetuning_dataset(container.dataset, dataset, importer=importer, line=line)
         values = {k: v for k, v in values.items() if not k.startswith("dataset.")}
     values.update(resilience_fields(os.environ))
     for theirs, value in values.items():
@@ -211,7 +258,7 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
     if profiling is not None:
         container.profiling = importer(PROFILING_CONFIG)(**profiling)
     if kind == "sft":
-        _check_pack_fits(container)
+        _check_pack_fits(container, line)
     present, data_path = _get(cfg, "data.data_path")
     blend_json = f"{str(data_path).rstrip('/')}/blend.json" if present and data_path else \
         _get(cfg, "recipe.per_split_data_args_path")[1]  # the reference's layout
@@ -223,20 +270,22 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
 
 
 def finetuning_dataset(recipe_dataset: Any, values: Mapping[str, Any], *,
-                       importer: Callable[[str], Any] = import_target) -> Any:
-    """A ``FinetuningDatasetConfig`` reading the packed files, with the recipe dataset's other settings.
+                       importer: Callable[[str], Any] = import_target, line: BridgeLine = PINNED_LINE) -> Any:
+    """The line's SFT dataset config reading the packed files, with the recipe dataset's other settings.
 
     ``values`` are ours by field name (``seq_length``, ``packed_sequence_specs.packed_train_data_path``,
-    ...). Fields of the recipe's dataset (and of its ``PackedSequenceSpecs``) that the
+    ...); ``packed_sequence_specs.*`` go to the line's specs field (``offline_packing_specs``
+    on 0.6). Fields of the recipe's dataset (and of its ``PackedSequenceSpecs``) that the
     new classes have are carried over; ours win. ``PackedSequenceSpecs`` is constructed,
     not mutated, so its own checks run (paths become ``Path``, must end in ``.npy`` and exist).
     """
-    ds_cls, specs_cls = importer(FINETUNING_DATASET), importer(PACKED_SPECS)
+    ds_cls, specs_cls = importer(line.sft_dataset), importer(line.specs_class)
     ds_names = {f.name for f in dataclasses.fields(ds_cls)}
     spec_names = {f.name for f in dataclasses.fields(specs_cls)}
-    kwargs = {n: getattr(recipe_dataset, n) for n in sorted(ds_names - {"dataset_root", "packed_sequence_specs"})
-              if hasattr(recipe_dataset, n)}
-    old_specs = getattr(recipe_dataset, "packed_sequence_specs", None)
+    own = {"dataset_root", line.specs_field, *line.sft_dataset_extra}
+    kwargs = {n: getattr(recipe_dataset, n) for n in sorted(ds_names - own) if hasattr(recipe_dataset, n)}
+    kwargs.update(line.sft_dataset_extra)
+    old_specs = getattr(recipe_dataset, line.specs_field, None) or getattr(recipe_dataset, "packed_sequence_specs", None)
     spec_kwargs = {n: getattr(old_specs, n) for n in sorted(spec_names) if hasattr(old_specs, n)}
     for name, value in values.items():
         section, dot, field = name.partition(".")
@@ -248,11 +297,11 @@ def finetuning_dataset(recipe_dataset: Any, values: Mapping[str, Any], *,
             if name not in ds_names:
                 raise AttributeError(f"{ds_cls.__name__} has no field {name!r} (setting dataset.{name})")
             kwargs[name] = value
-    return ds_cls(**kwargs, packed_sequence_specs=specs_cls(**spec_kwargs))
+    return ds_cls(**kwargs, **{line.specs_field: specs_cls(**spec_kwargs)})
 
 
-def _check_pack_fits(container: Any) -> None:
-    specs = getattr(container.dataset, "packed_sequence_specs", None)
+def _check_pack_fits(container: Any, line: BridgeLine) -> None:
+    specs = getattr(container.dataset, line.specs_field, None)
     size = getattr(specs, "packed_sequence_size", -1) or -1
     seq = getattr(container.model, "seq_length", None)
     if seq is not None and size > seq:
@@ -261,9 +310,19 @@ def _check_pack_fits(container: Any) -> None:
                           hint="raise model.seq_length or rerun the SFT data prep with a smaller pack_size")
 
 
-def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target) -> int:
+def installed_line() -> BridgeLine:
+    """The line of the installed megatron-bridge (:mod:`nemotron.training.version_check` has already
+    refused an unsupported one when the job started)."""
+    from .release import installed_line as line_of_installed
+
+    return line_of_installed("megatron-bridge", line_for)
+
+
+def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = import_target,
+        line: BridgeLine | None = None) -> int:
     """Train with Megatron-Bridge: ``pretrain`` or ``finetune`` with its GPT ``forward_step``.
 
+    ``line``: the release line to call (default: the installed version's).
     In a job with ``[resilience]`` every rank beats per step through the entry point's
     ``callbacks`` (when it takes them), and an early stop (the library's ``sys.exit`` after
     its SIGTERM or duration save) returns :data:`~nemotron.training.resilience.EXIT_REQUEUE`
@@ -271,12 +330,19 @@ def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = i
     """
     import inspect
 
+    from nemo_runspec.ranks import global_rank
+
     from .native_resilience import NativeResilience
 
-    container = build_config(kind, cfg, importer=importer)
+    line = line or installed_line()
+    target, kwargs = recipe_for(kind, cfg, line)
+    if global_rank() == 0:
+        print(f"[{kind}] backend: Megatron-Bridge {line.name}: {target}("
+              + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")", flush=True)
+    container = build_config(kind, cfg, importer=importer, line=line)
     entry = importer(ENTRY_POINTS[kind])
     res = NativeResilience.from_env()
-    kwargs: dict[str, Any] = {"forward_step_func": importer(FORWARD_STEP)}
+    kwargs = {"forward_step_func": importer(FORWARD_STEP)}
     if res.enabled:
         if "callbacks" in inspect.signature(entry).parameters:
             kwargs["callbacks"] = res.megatron_callbacks(importer(CALLBACK_MANAGER))

@@ -1,22 +1,25 @@
-"""Our RL config onto NeMo-RL's GRPO entry, the way its own ``run_grpo_math.py`` does it.
+"""Our RL config onto NeMo-RL's GRPO entry, the way its own example entry does it.
 
-Written against NeMo-RL v0.4.0 (:data:`PINNED`; the ``nvcr.io/nvidia/nemo-rl:v0.4.0``
-image the recipe's runspec names). NeMo-RL has no usable PyPI release, so the
-calls here are checked against a manifest read from that tag's source
+Which example, and which names and arities, depend on the NeMo-RL release inside the
+job's image: an :class:`~nemotron.training.rl_lines.RLLine` says it per release line
+and :func:`run` takes the installed version's. NeMo-RL has no usable PyPI release, so
+the calls here are checked against manifests read from each release's source
 (``scripts/nemo_rl_api.py``, ``tests/nemotron/training/test_nemo_rl.py``).
 
-The flow, step for step as in NeMo-RL's example entry:
+The flow, step for step as in NeMo-RL's example entry of the line:
 
 1. the base GRPO config (``base_config``, default :data:`BASE_CONFIG` inside the
    image) loaded with NeMo-RL's ``load_config``, our keys merged on top, resolved
    to the ``MasterConfig`` dict;
 2. ``data``: our RL data-prep directory becomes ``ResponseDataset`` paths
-   (``train.jsonl``/``validation.jsonl``, ``prompt``/``answer`` as input/output keys);
+   (``train.jsonl``/``validation.jsonl``, ``prompt``/``answer`` as input/output keys):
+   the flat keys of 0.4-0.5, or the ``data.train``/``data.validation`` entries of 0.6+;
 3. ``init_ray``, ``get_tokenizer``, ``configure_generation_config``;
-4. the datasets (``AllTaskProcessedDataset`` with ``math_hf_data_processor``, the
-   task named by each record's ``task_name``) and a ``MathEnvironment`` actor;
-5. ``setup(config, tokenizer, dataset, val_dataset)`` -> ten values, then
-   ``grpo_train`` with twelve (``async_grpo_train`` when ``grpo.async_grpo.enabled``).
+4. 0.4-0.5: the datasets (``AllTaskProcessedDataset`` with ``math_hf_data_processor``,
+   the task named by each record's ``task_name``) and a ``MathEnvironment`` actor;
+   0.6+: NeMo-RL's ``setup_response_data`` builds both;
+5. ``setup(config, tokenizer, dataset, val_dataset)`` -> ten (thirteen on 0.7) values,
+   then ``grpo_train`` with twelve (``async_grpo_train`` when ``grpo.async_grpo.enabled``).
 """
 
 from __future__ import annotations
@@ -32,34 +35,16 @@ from nemo_runspec.errors import ConfigError
 
 from .megatron_bridge import import_target
 from .native_resilience import NativeResilience, grpo_finished
+from .rl_lines import LINES, MATH_ENV, SETUP_VALUES, RLLine, line_for
 
-PINNED = "nemo-rl v0.4.0"
-PINNED_COMMIT = "c751f811217db7df0d4c94abdeaada6626cfc150"
-#: NeMo-RL's own GRPO config inside the v0.4.0 image (its WORKDIR is /opt/nemo-rl)
+#: NeMo-RL's own GRPO config inside its images (their WORKDIR is /opt/nemo-rl)
 BASE_CONFIG = "/opt/nemo-rl/examples/configs/grpo_math_1B.yaml"
-MATH_ENV = "nemo_rl.environments.math_environment.MathEnvironment"
-
-#: every NeMo-RL object this module uses, by the short name the code calls it by
-NAMES: dict[str, str] = {
-    "load_config": "nemo_rl.utils.config.load_config",
-    "get_next_experiment_dir": "nemo_rl.utils.logger.get_next_experiment_dir",
-    "init_ray": "nemo_rl.distributed.virtual_cluster.init_ray",
-    "get_tokenizer": "nemo_rl.algorithms.utils.get_tokenizer",
-    "configure_generation_config": "nemo_rl.models.generation.configure_generation_config",
-    "load_response_dataset": "nemo_rl.data.datasets.load_response_dataset",
-    "AllTaskProcessedDataset": "nemo_rl.data.datasets.AllTaskProcessedDataset",
-    "TaskDataSpec": "nemo_rl.data.interfaces.TaskDataSpec",
-    "math_hf_data_processor": "nemo_rl.data.processors.math_hf_data_processor",
-    "MathEnvironment": MATH_ENV,
-    "get_actor_python_env": "nemo_rl.distributed.ray_actor_environment_registry.get_actor_python_env",
-    "setup": "nemo_rl.algorithms.grpo.setup",
-    "grpo_train": "nemo_rl.algorithms.grpo.grpo_train",
-    "async_grpo_train": "nemo_rl.algorithms.grpo.async_grpo_train",
-    # not called here: load_response_dataset builds it from our data keys
-    "ResponseDataset": "nemo_rl.data.datasets.response_datasets.ResponseDataset",
-}
+#: the names of the oldest supported line (the math example's), for callers that name one line
+NAMES: dict[str, str] = LINES[0].names
 #: our config keys that are ours, not MasterConfig's
 OWN_KEYS = ("base_config",)
+#: our flat data keys; on 0.6+ they become the data.train / data.validation entries
+FLAT_DATA_KEYS = ("train_data_path", "val_data_path", "dataset_name", "input_key", "output_key")
 
 
 def data_section(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,16 +85,36 @@ def check_records(path: str, *, output_key: str = "answer") -> int:
     return n
 
 
-def master_config(cfg: Mapping[str, Any], load_config: Callable[[str], Any]) -> dict[str, Any]:
-    """NeMo-RL's base GRPO config with our keys merged on top, resolved to a plain dict."""
+def per_split_data(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The 0.6+ ``data`` section from our flat one (already through :func:`data_section`): one
+    ``ResponseDataset`` entry each for ``train`` and ``validation`` (replacing the base
+    config's, whose ``split_validation_size`` would split ours again); the rest kept."""
+    out = {k: v for k, v in flat.items() if k not in FLAT_DATA_KEYS}
+
+    def entry(path: str) -> dict[str, Any]:
+        return {"dataset_name": flat["dataset_name"], "data_path": path,
+                "input_key": flat["input_key"], "output_key": flat["output_key"]}
+    out["train"] = entry(flat["train_data_path"])
+    out["validation"] = entry(flat["val_data_path"]) if flat.get("val_data_path") else None
+    return out
+
+
+def master_config(cfg: Mapping[str, Any], load_config: Callable[[str], Any], *,
+                  line: RLLine = LINES[0]) -> dict[str, Any]:
+    """NeMo-RL's base GRPO config with our keys merged on top, resolved to a plain dict
+    in the ``data`` layout of ``line``."""
     from omegaconf import OmegaConf
 
     if not OmegaConf.has_resolver("mul"):  # NeMo-RL's configs use it; its entry registers it too
         OmegaConf.register_new_resolver("mul", lambda a, b: a * b)
     ours = {k: v for k, v in cfg.items() if k not in OWN_KEYS}
     base = load_config(str(cfg.get("base_config") or BASE_CONFIG))
+    if line.per_split_data:  # ours replace the base's dataset entries, not merge into them
+        base = OmegaConf.merge(base, {"data": {"train": None, "validation": None}})
     config = OmegaConf.to_container(OmegaConf.merge(base, ours), resolve=True)
     config["data"] = data_section(config.get("data") or {})
+    if line.per_split_data:
+        config["data"] = per_split_data(config["data"])
     config["checkpointing"] = {**(config.get("checkpointing") or {}), **resilience_checkpointing(os.environ)}
     return config
 
@@ -160,41 +165,72 @@ def build_datasets(config: Mapping[str, Any], tokenizer: Any, name: Callable[[st
     return processed("train"), processed("validation"), task_to_env, task_to_env
 
 
+def installed_line() -> RLLine:
+    """The line of the installed nemo-rl (:mod:`nemotron.training.version_check` has already
+    refused an unsupported one when the job started)."""
+    from .release import installed_line as line_of_installed
+
+    return line_of_installed("nemo-rl", line_for)
+
+
+def generation_flags(config: Mapping[str, Any], line: RLLine) -> dict[str, Any]:
+    """``configure_generation_config``'s extra arguments on ``line``, read as NeMo-RL's example does."""
+    policy = config["policy"]
+    values = {"has_refit_draft_weights": bool((policy.get("draft") or {}).get("enabled")),
+              "trains_mtp": bool((policy.get("megatron_cfg") or {}).get("mtp_num_layers"))}
+    return {flag: values[flag] for flag in line.generation_flags}
+
+
 def run(cfg: Mapping[str, Any], extra: list[str] | None = None, *,
-        importer: Callable[[str], Any] = import_target) -> int:
+        importer: Callable[[str], Any] = import_target, line: RLLine | None = None) -> int:
     """GRPO with NeMo-RL on the resolved config ``cfg`` (``extra`` overrides are already in it).
 
-    ``importer`` resolves the dotted names in :data:`NAMES`; tests pass one that
-    returns stand-ins shaped like NeMo-RL's (from the pinned source's manifest).
+    ``line``: the release line to follow (default: the installed version's).
+    ``importer`` resolves the dotted names of the line; tests pass one that returns
+    stand-ins shaped like NeMo-RL's (from each release's manifest).
     """
-    def name(short: str) -> Any:
-        return importer(NAMES[short])
+    line = line or installed_line()
 
-    config = master_config(cfg, name("load_config"))
+    def name(short: str) -> Any:
+        return importer(line.names[short])
+
+    config = master_config(cfg, name("load_config"), line=line)
     data = config["data"]
-    check_records(data["train_data_path"], output_key=data["output_key"])
+    train_file, output_key = (data["train"]["data_path"], data["train"]["output_key"]) if line.per_split_data \
+        else (data["train_data_path"], data["output_key"])
+    check_records(train_file, output_key=output_key)
     config["logger"]["log_dir"] = name("get_next_experiment_dir")(config["logger"]["log_dir"])
-    print(f"[rl] backend: NeMo-RL GRPO ({PINNED}); logs in {config['logger']['log_dir']}", flush=True)
+    print(f"[rl] backend: NeMo-RL GRPO {line.name}, as its {line.example}; logs in {config['logger']['log_dir']}",
+          flush=True)
 
     name("init_ray")()
     tokenizer = name("get_tokenizer")(config["policy"]["tokenizer"])
-    config["policy"]["generation"] = name("configure_generation_config")(config["policy"]["generation"], tokenizer)
-    dataset, val_dataset, task_to_env, val_task_to_env = build_datasets(config, tokenizer, name)
-    (policy, policy_generation, _clusters, dataloader, val_dataloader, loss_fn, logger, checkpointer,
-     grpo_state, master) = name("setup")(config, tokenizer, dataset, val_dataset)
-    args = (policy, policy_generation, dataloader, val_dataloader, tokenizer, loss_fn,
-            task_to_env, val_task_to_env, logger, checkpointer, grpo_state, master)
+    config["policy"]["generation"] = name("configure_generation_config")(
+        config["policy"]["generation"], tokenizer, **generation_flags(config, line))
+    target: Any = name("MasterConfig")(**config) if line.master_config_model else config
+    if line.per_split_data:
+        sections = (target.data, target.env) if line.master_config_model else (config["data"], config["env"])
+        dataset, val_dataset, task_to_env, val_task_to_env = name("setup_response_data")(tokenizer, *sections)
+    else:
+        dataset, val_dataset, task_to_env, val_task_to_env = build_datasets(config, tokenizer, name)
+    values = dict(zip(SETUP_VALUES[line.setup_values], name("setup")(target, tokenizer, dataset, val_dataset),
+                      strict=True))
+    args = (values["policy"], values["policy_generation"], values["dataloader"], values["val_dataloader"], tokenizer,
+            values["loss_fn"], task_to_env, val_task_to_env, values["logger"], values["checkpointer"],
+            values["grpo_state"], values["master_config"])
     async_cfg = config["grpo"].get("async_grpo") or {}
     res = NativeResilience.from_env()
     if res.enabled:
-        res.watch_logger(logger)
+        res.watch_logger(values["logger"])
     if async_cfg.get("enabled"):
-        name("async_grpo_train")(*args, max_trajectory_age_steps=async_cfg["max_trajectory_age_steps"])
+        name("async_grpo_train")(*args, max_trajectory_age_steps=async_cfg["max_trajectory_age_steps"],
+                                 **{k: values[k] for k in line.async_extra})
     else:
         name("grpo_train")(*args)
     if not res.enabled:
         return 0
     # grpo_train returns both at its end and after its checkpoint_must_save_by save: its save state says which
+    grpo_state, dataloader = values["grpo_state"], values["dataloader"]
     try:
         batches: int | None = len(dataloader)
     except TypeError:

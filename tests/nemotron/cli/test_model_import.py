@@ -95,7 +95,7 @@ def test_megatron_checkpoint_registers_under_the_stage_name(kind, default, tmp_p
     assert res.exit_code == 0, res.output
     art = get_registry().resolve(f"{default}:latest")
     assert art.version == 1 and Path(art.path) == d.resolve()
-    assert art.metadata["format"] == "megatron" and art.metadata["iteration"] == 20
+    assert art.metadata["format"] == "megatron-dist" and art.metadata["iteration"] == 20
     assert art.metadata["iterations"] == [10, 20] and art.metadata["kind"] == f"{kind}-model"
     assert art.metadata["imported_from"] == str(d.resolve())
     assert f"artifact: {default}:v1" in res.stdout and "checkpoint: Megatron checkpoint, iteration 20" in res.stdout
@@ -131,9 +131,22 @@ def test_hugging_face_model(variant, tmp_path):
     assert "Hugging Face nemotron_h" in res.stdout
 
 
+def test_a_hugging_face_sft_model_is_registered_under_the_name_rl_starts_from(tmp_path):
+    import yaml
+
+    from nemotron.recipes import RECIPES_DIR
+
+    rl = yaml.safe_load((RECIPES_DIR / "nano3/stage2_rl/config/default.yaml").read_text())
+    res = invoke("sft", hf(tmp_path / "hf"))
+    assert res.exit_code == 0, res.output
+    art = get_registry().resolve(rl["run"]["model"])
+    assert art.name == "nano3-sft-model-hf" and art.metadata["format"] == "hf"
+
+
 def test_format_that_will_not_suit_the_next_stage_gets_a_note(tmp_path):
     res = invoke("sft", megatron(tmp_path / "meg"))
     assert res.exit_code == 0 and "note: nano3 rl's NeMo-RL backend loads a Hugging Face model" in res.stdout
+    assert "`nemotron nano3 convert` exports this checkpoint to nano3-sft-model-hf" in res.stdout
     res = invoke("pretrain", hf(tmp_path / "hf"))
     assert res.exit_code == 0 and "note: nano3 sft's Megatron-Bridge backend" in res.stdout
     res = invoke("rl", hf(tmp_path / "hf2"))
@@ -148,7 +161,7 @@ def test_fallback_checkpoint_is_the_tiny_model_and_the_tiny_sft_can_start_from_i
     res = invoke("pretrain", d)
     assert res.exit_code == 0, res.output
     art = get_registry().resolve("nano3-pretrain-model-tiny:latest")
-    assert art.metadata["format"] == "fallback" and art.metadata["step"] == 20 and art.metadata["task"] == "pretrain"
+    assert art.metadata["format"] == "fallback-pt" and art.metadata["step"] == 20 and art.metadata["task"] == "pretrain"
     assert art.metadata["model_config"]["d_model"] == 16
     assert "fallback checkpoint, step 20 (pretrain)" in res.stdout
     # what the SFT fallback does with checkpoint.pretrained_checkpoint = ${art:model,path}

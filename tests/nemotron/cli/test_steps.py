@@ -14,7 +14,7 @@ from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
 STEPS = {"nano3/prep-pretrain": "ray", "nano3/pretrain": "torchrun", "nano3/prep-sft": "ray",
-         "nano3/sft": "torchrun", "nano3/prep-rl": "ray", "nano3/rl": "ray", "nano3/eval": "direct"}
+         "nano3/sft": "torchrun", "nano3/convert": "direct", "nano3/prep-rl": "ray", "nano3/rl": "ray", "nano3/eval": "direct"}
 
 
 @pytest.fixture()
@@ -88,6 +88,6 @@ def test_help_lists_the_global_options(sandbox):
             assert flag in out, (command, flag)
     assert "[GLOBAL OPTIONS]" in nemotron(sandbox, "nano3", "pipe", "--help").stdout
     nano3 = nemotron(sandbox, "nano3", "--help").stdout
-    assert "recipes: data prep, pretrain, sft, rl, evaluation, model import and the whole chain (pipe)" in nano3
+    assert "recipes: data prep, pretrain, sft, convert, rl, evaluation, model import and the whole chain (pipe)" in nano3
     listed = [ln for ln in nemotron(sandbox, "--help").stdout.splitlines() if " nano3 " in ln]
     assert listed and "evaluation" in listed[0]

@@ -145,3 +145,47 @@ def test_an_unreadable_config_is_one_error_line_and_exit_2(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {config}:2: "), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _run_in_image(tmp_path: Path, image: str, env: dict | None = None):
+    """Two ranks with a job config naming ``image`` (as the CLI writes train.yaml)."""
+    config = tmp_path / "train.yaml"
+    report = tmp_path / "report.json"
+    config.write_text(json.dumps({"preflight": {"report_path": str(report), "timeout_s": 60},
+                                  "run": {"env": {"container_image": image}}}))
+    proc = subprocess.run([str(TORCHRUN), "--nproc-per-node=2", "--standalone", str(SCRIPT), "--config", str(config)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    return proc, json.loads(report.read_text()) if report.exists() else None
+
+
+def test_library_versions_are_reported_and_compared_with_the_table(tmp_path):
+    """This venv has the megatron-bridge 0.3.1 wheel and megatron-core: the report names them,
+    and where the image's row says otherwise, a note (not a failure)."""
+    from importlib.metadata import version
+
+    proc, data = _run_in_image(tmp_path, "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["image"] == "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"
+    libs = data["ranks"][0]["libraries"]
+    assert libs["megatron-bridge"] == version("megatron-bridge") and libs["nemo-rl"] is None
+    assert "libraries (image nvcr.io/nvidia/nemo:25.11.nemotron_3_nano):" in proc.stdout
+    assert f"megatron-bridge {version('megatron-bridge')}, megatron-core " in proc.stdout
+    assert (f"note: {data['ranks'][0]['node']}: the compatibility table says nvcr.io/nvidia/nemo:25.11.nemotron_3_nano "
+            f"has megatron-bridge 0.3.0rc0, found {version('megatron-bridge')}") in proc.stdout
+    assert "preflight passed" in proc.stdout
+
+
+def test_an_image_without_the_libraries_says_so(tmp_path):
+    """A regular ``megatron`` package first on the path hides the venv's namespace package:
+    no training library importable, the plain-image case."""
+    shadow = tmp_path / "shadow" / "megatron"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    proc, data = _run_in_image(tmp_path, "plain/python:3", env={"PYTHONPATH": str(shadow.parent)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(data["ranks"][0]["libraries"].values()) == {None}
+    assert re.search(r"^  \S+: none of megatron-bridge, megatron-core, nemo-rl, nemo-evaluator, "
+                     r"nemo-evaluator-launcher: the native backends cannot run here \(the CPU fallback can\)$",
+                     proc.stdout, re.M), proc.stdout
+    assert "note: plain/python:3 is not in the compatibility table" in proc.stdout

@@ -110,7 +110,7 @@ def _pretrain(steps: int, *, stop_early: bool, seen: list[str]):
 
 def test_megatron_bridge_beats_per_step_and_completes(job, callback_manager, monkeypatch):
     seen: list[str] = []
-    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer: NS(_job=str(job)))
+    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer, **_: NS(_job=str(job)))
     rc = mb.run("pretrain", {}, importer=_importer(_pretrain(3, stop_early=False, seen=seen), callback_manager))
     assert rc == 0
     assert seen == ["1 init", "1 between", "2 step", "2 between", "3 step", "3 between"]
@@ -127,7 +127,7 @@ def test_megatron_bridge_early_exit_is_a_requeue(job, callback_manager, monkeypa
         (job / "stop_request").write_text(request_text + "\n")
     if exit_after is not None:
         monkeypatch.setenv("NEMOTRON_RESILIENCE_EXIT_AFTER", str(exit_after))
-    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer: NS(_job=str(job)))
+    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer, **_: NS(_job=str(job)))
     rc = mb.run("pretrain", {}, importer=_importer(_pretrain(2, stop_early=True, seen=[]), callback_manager))
     assert rc == EXIT_REQUEUE
     assert (job / "stopped-a0").read_text() == f"2 {why}\n"
@@ -137,7 +137,7 @@ def test_megatron_bridge_early_exit_is_a_requeue(job, callback_manager, monkeypa
 def test_megatron_bridge_failure_exit_is_not_a_requeue(job, callback_manager, monkeypatch):
     def pretrain(config: Any, forward_step_func: Any, callbacks: Any = None) -> None:
         raise SystemExit(1)
-    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer: NS(_job=str(job)))
+    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer, **_: NS(_job=str(job)))
     with pytest.raises(SystemExit) as info:
         mb.run("pretrain", {}, importer=_importer(pretrain, callback_manager))
     assert info.value.code == 1
@@ -151,7 +151,7 @@ def test_without_resilience_the_library_exit_passes_through(tmp_path, callback_m
     def pretrain(config: Any, forward_step_func: Any, callbacks: Any = None) -> None:
         got["callbacks"] = callbacks
         raise SystemExit(0)
-    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer: NS())
+    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer, **_: NS())
     with pytest.raises(SystemExit) as info:
         mb.run("pretrain", {}, importer=_importer(pretrain, callback_manager))
     assert info.value.code == 0 and got["callbacks"] is None
@@ -161,7 +161,7 @@ def test_without_resilience_the_library_exit_passes_through(tmp_path, callback_m
 def test_entry_point_without_callbacks_beats_native_and_says_so(job, callback_manager, monkeypatch, capsys):
     def finetune(config: Any, forward_step_func: Any) -> None:  # Megatron-Bridge 0.3.1's signature
         assert _record(job)[:2] == ["0", "native"]
-    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer: NS())
+    monkeypatch.setattr(mb, "build_config", lambda kind, cfg, importer, **_: NS())
     assert mb.run("pretrain", {}, importer=_importer(finetune, callback_manager)) == 0
     assert "stall_timeout does not apply" in capsys.readouterr().err
     assert _record(job)[:2] == ["0", "done"]
@@ -218,12 +218,13 @@ def _rl_run(monkeypatch, job: Path, save_state: dict, steps: int) -> tuple[int, 
     names = {"setup": lambda *a: setup, "grpo_train": grpo_train, "load_config": lambda path: {},
              "get_next_experiment_dir": lambda d: d, "init_ray": lambda: None, "get_tokenizer": lambda c: "tok",
              "configure_generation_config": lambda c, t: c}
-    monkeypatch.setattr(nrl, "master_config", lambda cfg, load: {
+    monkeypatch.setattr(nrl, "master_config", lambda cfg, load, **_: {
         "data": {"train_data_path": "x", "output_key": "answer"}, "logger": {"log_dir": "l"},
         "policy": {"tokenizer": {}, "generation": {}}, "grpo": {"max_num_steps": 10, "max_num_epochs": 1}})
     monkeypatch.setattr(nrl, "check_records", lambda *a, **k: None)
     monkeypatch.setattr(nrl, "build_datasets", lambda *a: ("d", "v", {}, {}))
-    rc = nrl.run({}, [], importer=lambda dotted: names[{v: k for k, v in nrl.NAMES.items()}[dotted]])
+    rc = nrl.run({}, [], importer=lambda dotted: names[{v: k for k, v in nrl.NAMES.items()}[dotted]],
+                 line=nrl.LINES[0])
     return rc, beats, logger
 
 

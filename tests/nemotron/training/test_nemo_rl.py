@@ -1,13 +1,15 @@
-"""Our NeMo-RL GRPO entry checked against NeMo-RL v0.4.0's own source.
+"""Our NeMo-RL GRPO entry checked against every supported NeMo-RL release's own source.
 
-NeMo-RL has no usable PyPI release, so it cannot be installed here. Its API as
-our entry uses it (signatures, the ten values ``setup`` returns, the config
-TypedDicts, the base GRPO config's keys) is recorded from the pinned tag's
-source by ``scripts/nemo_rl_api.py`` into ``data/nemo_rl-v0.4.0.json``. These
-tests drive ``nemotron.training.nemo_rl.run`` with stand-ins whose signatures
-come from that manifest, so a renamed parameter, a changed arity or a config
-key NeMo-RL does not have fails here. With ``NEMO_RL_SRC`` set to a NeMo-RL git
-dir, the manifest itself is regenerated and compared.
+NeMo-RL has no usable PyPI release, so it cannot be installed here. Its API as our
+entry uses it (signatures, the values ``setup`` returns, the config TypedDicts, the
+base GRPO config) is recorded from each release's source by
+``scripts/nemo_rl_api.py`` into ``data/nemo_rl-<label>.json``: v0.4.0, the nano-v3
+branch (``nemo-rl:v0.4.0.nemotron_3_nano``), v0.5.0, v0.6.0, v0.7.0. These tests drive
+``nemotron.training.nemo_rl.run`` with stand-ins whose signatures come from each
+manifest, through the line :mod:`nemotron.training.rl_lines` picks for that release's
+version, so a renamed parameter, a changed arity or a config key that release does not
+have fails here. With ``NEMO_RL_SRC`` set to a NeMo-RL git dir, the manifests
+themselves are regenerated and compared.
 """
 
 from __future__ import annotations
@@ -29,11 +31,27 @@ from nemo_runspec.config import load_config_file
 from nemo_runspec.errors import ConfigError
 from nemotron.data_prep.rl import run_rl
 from nemotron.training import nemo_rl as nrl
+from nemotron.training import rl_lines
 from nemotron.training.entry import LAUNCHER_KEYS
+from nemotron.training.versions import TABLE, row_for
+
+from .manifests import RL_LABELS, rl_manifest, signature_of
 
 ROOT = Path(__file__).resolve().parents[3]
 RECIPE = ROOT / "src/nemotron/recipes/nano3/stage2_rl"
-MANIFEST = json.loads((Path(__file__).parent / "data" / "nemo_rl-v0.4.0.json").read_text())
+LABELS = RL_LABELS
+#: the manifest of the NeMo-RL each RL image of the table carries
+MANIFEST_OF_IMAGE = {"nvcr.io/nvidia/nemo-rl:v0.4.0": "v0.4.0", "nvcr.io/nvidia/nemo-rl:v0.4.0.nemotron_3_nano": "nano-v3",
+                     "nvcr.io/nvidia/nemo-rl:v0.5.0": "v0.5.0", "nvcr.io/nvidia/nemo-rl:v0.7.0": "v0.7.0"}
+
+
+manifest = rl_manifest
+
+
+def line_of(m: dict[str, Any]) -> rl_lines.RLLine:
+    line = rl_lines.line_for(m["source"]["version"])
+    assert line is not None, f"no line for nemo-rl {m['source']['version']}"
+    return line
 
 
 def _api_script() -> Any:
@@ -43,52 +61,69 @@ def _api_script() -> Any:
     return module
 
 
-# --- the pin -----------------------------------------------------------------------------
+# --- the images and the manifests ------------------------------------------------------
 
 
-def test_manifest_is_the_pinned_release_and_the_image_matches():
-    assert MANIFEST["source"] == {"repo": "NVIDIA-NeMo/RL", "ref": "v0.4.0", "commit": nrl.PINNED_COMMIT}
-    assert nrl.PINNED.endswith(MANIFEST["source"]["ref"])
-    assert parse(RECIPE / "train.py").image.endswith(":" + MANIFEST["source"]["ref"])
-    assert nrl.BASE_CONFIG.endswith(MANIFEST["base_config"]["path"])  # /opt/nemo-rl is the image's WORKDIR
+def test_the_runspec_names_the_reference_rl_image_and_every_rl_image_has_a_manifest():
+    image = parse(RECIPE / "train.py").image
+    assert image == "nvcr.io/nvidia/nemo-rl:v0.4.0.nemotron_3_nano"  # the reference's, and NeMo-RL's nano3 guide's
+    for row in TABLE:
+        if "nemo-rl" not in row.versions:
+            continue
+        m = manifest(MANIFEST_OF_IMAGE[row.image])
+        assert m["source"]["version"] == row.versions["nemo-rl"], row.image  # what its package_info reports
+        assert rl_lines.line_for(row.versions["nemo-rl"]) is line_of(m)
+    assert "rl" in row_for(image).stages
 
 
-def test_every_name_we_use_exists_at_the_pin():
-    assert set(MANIFEST["names"]) == set(nrl.NAMES), "regenerate the manifest (scripts/nemo_rl_api.py)"
-    missing = [short for short, desc in MANIFEST["names"].items() if desc is None]
+@pytest.mark.parametrize("label", LABELS)
+def test_every_name_the_line_uses_exists_in_the_release(label):
+    m = manifest(label)
+    assert set(m["names"]) == set(rl_lines.ALL_NAMES), "regenerate the manifests (scripts/nemo_rl_api.py --all)"
+    missing = [short for short in line_of(m).names if m["names"][short] is None]
     assert missing == []
+    assert m["names"]["setup"]["returns_tuple_of"] == line_of(m).setup_values
+    assert set(line_of(m).generation_flags) <= set(m["names"]["configure_generation_config"]["params"])
+    assert (m["master_config_kind"] == "BaseModel") == line_of(m).master_config_model
+
+
+def test_the_examples_the_lines_follow_are_the_releases_own():
+    """run_grpo_math.py until 0.5, run_grpo.py from 0.6 (checked in the mirror when NEMO_RL_SRC is set)."""
+    src = os.environ.get("NEMO_RL_SRC")
+    assert [line.example for line in rl_lines.LINES] == ["examples/run_grpo_math.py", "examples/run_grpo.py",
+                                                         "examples/run_grpo.py"]
+    if src:
+        api = _api_script()
+        for label in LABELS:
+            read = api.git_reader(src, api.REFS[label])
+            assert read(line_of(manifest(label)).example) is not None, label
 
 
 @pytest.mark.allowed_skip("needs a NeMo-RL git checkout (NEMO_RL_SRC), which a clean clone does not have")
-def test_manifest_is_what_the_pinned_source_says():
+@pytest.mark.parametrize("label", LABELS)
+def test_manifest_is_what_the_source_says(label):
     src = os.environ.get("NEMO_RL_SRC")
     if not src:
-        pytest.skip("set NEMO_RL_SRC to a NeMo-RL git dir to re-read the pinned source")
+        pytest.skip("set NEMO_RL_SRC to a NeMo-RL git dir to re-read the source")
     api = _api_script()
-    fresh = api.manifest(api.git_reader(src, "v0.4.0"), nrl.NAMES, ref="v0.4.0", commit=nrl.PINNED_COMMIT)
-    assert json.loads(json.dumps(fresh)) == MANIFEST
+    ref = api.REFS[label]
+    fresh = api.manifest(api.git_reader(src, ref), rl_lines.ALL_NAMES, ref=ref, commit=api.commit_of(src, ref))
+    assert json.loads(json.dumps(fresh)) == manifest(label)
 
 
-# --- stand-ins shaped like NeMo-RL (from the manifest) -----------------------------------
+# --- stand-ins shaped like one NeMo-RL release (from its manifest) ----------------------
 
 
 class Recorder:
-    """Stand-ins for NeMo-RL's objects with the pinned signatures; every call is bound
-    against that signature (wrong names or counts raise TypeError) and recorded."""
+    """Stand-ins for one release's objects; every call is bound against that release's
+    signature (wrong names or counts raise TypeError) and recorded."""
 
-    def __init__(self, base: dict[str, Any]) -> None:
+    def __init__(self, m: dict[str, Any], base: dict[str, Any]) -> None:
+        self.m, self.line, self.base = m, line_of(m), base
         self.calls: dict[str, inspect.BoundArguments] = {}
-        self.base = base
-
-    def signature(self, short: str) -> inspect.Signature:
-        desc = MANIFEST["names"][short]
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-        return inspect.Signature([
-            inspect.Parameter(p, kind, **({} if p in desc["required"] else {"default": None}))
-            for p in desc["params"]])
 
     def function(self, short: str) -> Any:
-        sig = self.signature(short)
+        sig = signature_of(self.m["names"][short])
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[short] = sig.bind(*args, **kwargs)
@@ -106,16 +141,35 @@ class Recorder:
         if short == "configure_generation_config":
             return {**a["config"], "_pad_token_id": 0}
         if short == "load_response_dataset":
-            return _ResponseDatasetLike(a["data_config"])
+            return _ResponseDatasetLike(self.m, a["data_config"])
+        if short == "setup_response_data":
+            data = a["data_config"]
+            train = _ResponseDatasetLike(self.m, data["train"])
+            val = _ResponseDatasetLike(self.m, data["validation"]) if data.get("validation") else None
+            envs = {"math": "MATH_ENV_ACTOR"}
+            return (("processed", train.formatted_ds["train"]), val and ("processed", val.formatted_ds["train"]),
+                    envs, envs)
         if short == "setup":
-            return tuple(f"setup[{i}]" for i in range(MANIFEST["names"]["setup"]["returns_tuple_of"]))
+            return tuple(f"setup[{i}]" for i in range(self.m["names"]["setup"]["returns_tuple_of"]))
         if short == "AllTaskProcessedDataset":
             return ("processed", a["dataset"])
         return f"{short}()"
 
+    def master_config_model(self) -> Any:
+        """NeMo-RL 0.7's pydantic MasterConfig: its fields as attributes, extra keys allowed."""
+        fields, recorder = self.m["names"]["MasterConfig"]["fields"], self
+
+        class MasterConfig:
+            def __init__(self, **config: Any) -> None:
+                missing = [f for f in fields if f not in config and f not in ("data_plane", "on_policy_distillation")]
+                assert not missing, f"MasterConfig needs {missing}"
+                self.__dict__.update(config)
+                recorder.calls["MasterConfig"] = inspect.signature(lambda **config: None).bind(**config)
+        return MasterConfig
+
     def remote_class(self, short: str) -> Any:
-        assert "ray.remote" in MANIFEST["names"][short]["decorators"]  # so .options().remote() exists
-        recorder, sig = self, self.signature(short)
+        assert "ray.remote" in self.m["names"][short]["decorators"]  # so .options().remote() exists
+        recorder, sig = self, signature_of(self.m["names"][short])
 
         class Options:
             def __init__(self, runtime_env: dict[str, Any]) -> None:
@@ -128,21 +182,24 @@ class Recorder:
         return type(short, (), {"options": staticmethod(lambda **kw: Options(**kw))})
 
     def importer(self, dotted: str) -> Any:
-        short = {v: k for k, v in nrl.NAMES.items()}[dotted]
+        short = {v: k for k, v in self.line.names.items()}[dotted]
         if short == "MathEnvironment":
             return self.remote_class(short)
+        if short == "MasterConfig":
+            return self.master_config_model()
         return self.function(short)
 
 
 class _ResponseDatasetLike:
-    """What ResponseDataset exposes to the entry: ``formatted_ds`` train/validation,
-    read with the real ``datasets`` library from the paths and keys we pass."""
+    """What ResponseDataset exposes: ``formatted_ds``, read with the real ``datasets`` library
+    from the paths and keys we pass, after checking the release's ResponseDataset takes them."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, m: dict[str, Any], data: dict[str, Any]) -> None:
         from datasets import load_dataset
 
-        params = MANIFEST["names"]["ResponseDataset"]["params"]
-        assert {k for k in ("train_data_path", "val_data_path", "input_key", "output_key") if k in data} <= set(params)
+        params = m["names"]["ResponseDataset"]["params"]
+        path_keys = ("data_path",) if "data_path" in params else ("train_data_path", "val_data_path")
+        assert {k for k in (*path_keys, "input_key", "output_key") if k in data} <= set(params)
 
         def load(path: str | None) -> Any:
             if not path:
@@ -150,13 +207,14 @@ class _ResponseDatasetLike:
             ds = load_dataset("json", data_files=path, cache_dir=str(Path(path).parent / ".hf-cache"))["train"]
             return ds.map(lambda ex: {"messages": [{"role": "user", "content": ex[data["input_key"]]},
                                                    {"role": "assistant", "content": ex[data["output_key"]]}]})
-        self.formatted_ds = {"train": load(data["train_data_path"]), "validation": load(data.get("val_data_path"))}
+        first = data.get("data_path") or data.get("train_data_path")
+        self.formatted_ds = {"train": load(first), "validation": load(data.get("val_data_path"))}
 
 
-def _base_from_manifest() -> dict[str, Any]:
-    """The pinned base GRPO config as NeMo-RL's load_config returns it (it has no ``defaults``)."""
-    assert MANIFEST["base_config"]["has_defaults"] is False
-    return json.loads(json.dumps(MANIFEST["base_config"]["values"]))
+def _base(m: dict[str, Any]) -> dict[str, Any]:
+    """The release's base GRPO config as its load_config returns it (it has no ``defaults``)."""
+    assert m["base_config"]["has_defaults"] is False
+    return json.loads(json.dumps(m["base_config"]["values"]))
 
 
 @pytest.fixture(scope="module")
@@ -180,86 +238,109 @@ def _our_config(rl_data: Path, tmp_path: Path, *overrides: str) -> dict[str, Any
     return container
 
 
-# --- the run, call by call ---------------------------------------------------------------
+# --- the run, call by call, per release --------------------------------------------------
 
 
-def test_run_makes_the_grpo_calls_with_the_pinned_signatures(rl_data, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("label", LABELS)
+def test_run_makes_the_grpo_calls_of_each_release(label, rl_data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_TOKEN", "hf_" + "a" * 34)
     monkeypatch.setenv("NEMOTRON_TEST_PLAIN", "visible")
-    rec = Recorder(_base_from_manifest())
-    assert nrl.run(_our_config(rl_data, tmp_path), [], importer=rec.importer) == 0
+    m = manifest(label)
+    rec = Recorder(m, _base(m))
+    line = rec.line
+    assert nrl.run(_our_config(rl_data, tmp_path), [], importer=rec.importer, line=line) == 0
     c = rec.calls
 
     assert c["load_config"].arguments["config_path"] == nrl.BASE_CONFIG
-    master = c["setup"].arguments["master_config"]
+    master = c["MasterConfig"].arguments["config"] if line.master_config_model else c["setup"].arguments["master_config"]
     # ours on top of the base, the rest of the base kept
     assert master["grpo"]["num_prompts_per_step"] == 64
-    assert master["policy"]["dtensor_cfg"] == _base_from_manifest()["policy"]["dtensor_cfg"]
+    assert master["policy"]["dtensor_cfg"] == _base(m)["policy"]["dtensor_cfg"]
     assert "base_config" not in master
     assert master["logger"]["log_dir"].endswith("/exp_001")
     assert master["policy"]["generation"]["_pad_token_id"] == 0  # configure_generation_config's result kept
+    assert set(c["configure_generation_config"].arguments) == {"config", "tokenizer", *line.generation_flags}
     assert c["get_tokenizer"].arguments["tokenizer_config"]["name"] == str(tmp_path / "model")
-    # the data-prep dir became ResponseDataset's files and keys
-    assert master["data"]["train_data_path"] == str(rl_data / "train.jsonl")
-    assert master["data"]["val_data_path"] == str(rl_data / "validation.jsonl")
-    assert (master["data"]["input_key"], master["data"]["output_key"]) == ("prompt", "answer")
-    assert c["load_response_dataset"].arguments["seed"] == 42
+    if line.master_config_model:
+        assert c["setup"].arguments["master_config"].grpo["num_prompts_per_step"] == 64  # the model object
 
-    # datasets: our records through the real datasets library, as ResponseDataset maps them
-    train = c["setup"].arguments["dataset"][1]
+    # the data-prep dir became ResponseDataset's files and keys, in the release's layout
+    data = master["data"]
+    if line.per_split_data:
+        assert data["train"] == {"dataset_name": "ResponseDataset", "data_path": str(rl_data / "train.jsonl"),
+                                 "input_key": "prompt", "output_key": "answer"}
+        assert data["validation"]["data_path"] == str(rl_data / "validation.jsonl")
+        assert "train_data_path" not in data and data["default"]["env_name"] == "math"
+        assert c["setup_response_data"].arguments["env_configs"]["math"]["num_workers"] == 8
+        train = c["setup"].arguments["dataset"][1]
+    else:
+        assert data["train_data_path"] == str(rl_data / "train.jsonl")
+        assert data["val_data_path"] == str(rl_data / "validation.jsonl")
+        assert (data["input_key"], data["output_key"]) == ("prompt", "answer")
+        assert c["load_response_dataset"].arguments["seed"] == 42
+        train = c["setup"].arguments["dataset"][1]
+        assert c["AllTaskProcessedDataset"].arguments["max_seq_length"] == 4096
+        assert c["TaskDataSpec"].arguments["task_name"] == "math"
+        # the environment actor: NeMo-RL's python env, no credential in its runtime_env
+        assert c["MathEnvironment"].arguments["cfg"]["num_workers"] == 8
+        runtime_env = c["MathEnvironment.options"].arguments["runtime_env"]
+        assert runtime_env["env_vars"]["NEMOTRON_TEST_PLAIN"] == "visible" and "HF_TOKEN" not in runtime_env["env_vars"]
     n_train = len((rl_data / "train.jsonl").read_text().splitlines())
-    assert len(train) == n_train and set(train[0]["messages"][0]) == {"role", "content"}
-    assert train[0]["task_name"] == "math" and train[0]["messages"][1]["content"] == train[0]["answer"]
-    assert c["AllTaskProcessedDataset"].arguments["max_seq_length"] == 4096
-    spec, proc = c["AllTaskProcessedDataset"].arguments["task_data_processors"]["math"]
-    assert proc is not None and c["TaskDataSpec"].arguments["task_name"] == "math"
+    assert len(train) == n_train and train[0]["messages"][1]["content"] == train[0]["answer"]
 
-    # the environment actor: NeMo-RL's python env, no credential in its runtime_env
-    assert c["MathEnvironment"].arguments["cfg"]["num_workers"] == 8
-    runtime_env = c["MathEnvironment.options"].arguments["runtime_env"]
-    assert runtime_env["py_executable"] == "get_actor_python_env()"
-    assert c["get_actor_python_env"].arguments["actor_class_fqn"] == nrl.MATH_ENV
-    assert runtime_env["env_vars"]["NEMOTRON_TEST_PLAIN"] == "visible" and "HF_TOKEN" not in runtime_env["env_vars"]
-
-    # grpo_train gets setup's values in its own order, with the tokenizer and both env maps
+    # grpo_train gets setup's values in the release's order, with the tokenizer and both env maps
+    at = {name: f"setup[{i}]" for i, name in enumerate(rl_lines.SETUP_VALUES[line.setup_values])}
     g = c["grpo_train"].arguments
-    assert (g["policy"], g["policy_generation"], g["dataloader"], g["val_dataloader"]) == (
-        "setup[0]", "setup[1]", "setup[3]", "setup[4]")
+    loader = "wrapped_dataloader" if "wrapped_dataloader" in g else "dataloader"
+    assert (g["policy"], g["policy_generation"], g[loader], g["val_dataloader"]) == (
+        at["policy"], at["policy_generation"], at["dataloader"], at["val_dataloader"])
     assert (g["loss_fn"], g["logger"], g["checkpointer"], g["grpo_save_state"], g["master_config"]) == (
-        "setup[5]", "setup[6]", "setup[7]", "setup[8]", "setup[9]")
+        at["loss_fn"], at["logger"], at["checkpointer"], at["grpo_state"], at["master_config"])
     assert g["tokenizer"] == "TOKENIZER" and g["task_to_env"]["math"] == "MATH_ENV_ACTOR"
-    assert g["val_task_to_env"]["anything"] == "MATH_ENV_ACTOR"  # every task goes to the math env
     assert "async_grpo_train" not in c and "init_ray" in c
-    assert "NeMo-RL GRPO (nemo-rl v0.4.0)" in capsys.readouterr().out
+    assert f"NeMo-RL GRPO {line.name}, as its {line.example}" in capsys.readouterr().out
 
 
-def test_async_grpo_goes_to_async_grpo_train(rl_data, tmp_path):
-    rec = Recorder(_base_from_manifest())
+@pytest.mark.parametrize("label", LABELS)
+def test_async_grpo_goes_to_async_grpo_train(label, rl_data, tmp_path):
+    m = manifest(label)
+    rec = Recorder(m, _base(m))
     cfg = _our_config(rl_data, tmp_path, "+grpo.async_grpo.enabled=true",
                       "+grpo.async_grpo.max_trajectory_age_steps=2")
-    nrl.run(cfg, [], importer=rec.importer)
+    nrl.run(cfg, [], importer=rec.importer, line=rec.line)
     assert "grpo_train" not in rec.calls
-    assert rec.calls["async_grpo_train"].arguments["max_trajectory_age_steps"] == 2
+    a = rec.calls["async_grpo_train"].arguments
+    assert a["max_trajectory_age_steps"] == 2
+    for extra in rec.line.async_extra:  # 0.7: the teacher groups setup returned
+        assert a[extra] == f"setup[{rl_lines.SETUP_VALUES[13].index(extra)}]"
 
 
-def test_a_wrong_arity_fails(rl_data, tmp_path, monkeypatch):
+def test_a_wrong_arity_fails(rl_data, tmp_path):
     """The stand-ins really enforce the manifest: one more value from setup breaks the unpacking."""
-    rec = Recorder(_base_from_manifest())
-    changed = json.loads(json.dumps(MANIFEST))
-    changed["names"]["setup"]["returns_tuple_of"] = 11
-    monkeypatch.setitem(globals(), "MANIFEST", changed)
-    with pytest.raises(ValueError, match="too many values"):
-        nrl.run(_our_config(rl_data, tmp_path), [], importer=rec.importer)
+    m = manifest("v0.4.0")
+    m["names"]["setup"]["returns_tuple_of"] = 11
+    rec = Recorder(m, _base(m))
+    with pytest.raises(ValueError, match="longer|shorter"):
+        nrl.run(_our_config(rl_data, tmp_path), [], importer=rec.importer, line=rec.line)
 
 
-# --- the config against NeMo-RL's TypedDicts and base config -----------------------------
+def test_the_04_flow_against_07_fails():
+    """Following the 0.4 line in a 0.7 release is caught: a name it uses is gone there."""
+    m = manifest("v0.7.0")
+    gone = [short for short in rl_lines.LINES[0].names if m["names"][short] is None
+            or set(signature_of(m["names"][short]).parameters) != set(
+                signature_of(manifest("v0.4.0")["names"][short]).parameters)]
+    assert {"load_response_dataset", "grpo_train", "setup"} <= set(gone)
 
 
-def unknown_keys(config: dict[str, Any]) -> list[str]:
-    """Keys of ``config`` that neither NeMo-RL's config TypedDicts nor its base GRPO config have."""
-    typed = MANIFEST["typed_dicts"]
-    base = set(MANIFEST["base_config"]["keys"])
-    extra_data = set(MANIFEST["names"]["ResponseDataset"]["params"])  # read through get_extra_kwargs
+# --- the config against each release's TypedDicts and base config ------------------------
+
+
+def unknown_keys(m: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    """Keys of ``config`` that neither the release's config TypedDicts nor its base config have."""
+    typed = m["typed_dicts"]
+    base = set(m["base_config"]["keys"])
+    extra_data = set(m["names"]["ResponseDataset"]["params"])  # read through get_extra_kwargs (0.4)
     bad = []
 
     def walk(node: dict[str, Any], prefix: str) -> None:
@@ -268,7 +349,7 @@ def unknown_keys(config: dict[str, Any]) -> list[str]:
             section = prefix.rstrip(".")
             allowed = typed.get(section)
             known = dotted in base or (allowed is not None and key in allowed["required"] + allowed["optional"])
-            if section == "data":
+            if section == "data" and not line_of(m).per_split_data:
                 known = known or key in extra_data
             if not known:
                 bad.append(dotted)
@@ -278,30 +359,37 @@ def unknown_keys(config: dict[str, Any]) -> list[str]:
     return bad
 
 
-def _raw_config(name: str) -> dict[str, Any]:
-    cfg = OmegaConf.to_container(load_config_file(RECIPE / "config" / f"{name}.yaml", []), resolve=False)
-    for key in (*LAUNCHER_KEYS, *nrl.OWN_KEYS):
-        cfg.pop(key, None)
-    return cfg
-
-
-@pytest.mark.parametrize("name", ["default", "tiny"])
-def test_our_rl_configs_use_only_keys_nemo_rl_has(name):
-    assert unknown_keys(_raw_config(name)) == []
+@pytest.mark.parametrize("label", LABELS)
+def test_the_master_config_we_build_uses_only_keys_the_release_has(label, rl_data, tmp_path):
+    m = manifest(label)
+    rec = Recorder(m, _base(m))
+    for overrides in ((), ("+grpo.async_grpo.enabled=false",)):
+        nrl.run(_our_config(rl_data, tmp_path, *overrides), [], importer=rec.importer, line=rec.line)
+        master = rec.calls["MasterConfig"].arguments["config"] if rec.line.master_config_model \
+            else rec.calls["setup"].arguments["master_config"]
+        ours = {k: v for k, v in master.items() if k in _our_config(rl_data, tmp_path)}
+        assert unknown_keys(m, ours) == []
 
 
 def test_a_misspelt_key_is_caught():
-    cfg = _raw_config("default")
+    m = manifest("v0.4.0")
+    cfg = OmegaConf.to_container(load_config_file(RECIPE / "config" / "default.yaml", []), resolve=False)
     cfg["data"]["prompt_key"] = "prompt"
     cfg["grpo"]["num_prompt_per_step"] = 3
-    assert unknown_keys(cfg) == ["grpo.num_prompt_per_step", "data.prompt_key"]
+    for key in (*LAUNCHER_KEYS, *nrl.OWN_KEYS):
+        cfg.pop(key, None)
+    assert unknown_keys(m, cfg) == ["grpo.num_prompt_per_step", "data.prompt_key"]
 
 
-def test_required_keys_are_ours_or_in_the_base_config():
-    base = set(MANIFEST["base_config"]["keys"])
-    ours = _raw_config("default")
+@pytest.mark.parametrize("label", LABELS)
+def test_required_keys_are_ours_or_in_the_base_config(label):
+    m = manifest(label)
+    base = set(m["base_config"]["keys"])
+    ours = OmegaConf.to_container(load_config_file(RECIPE / "config" / "default.yaml", []), resolve=False)
     missing = []
-    for section, keys in MANIFEST["typed_dicts"].items():
+    for section, keys in m["typed_dicts"].items():
+        if keys is None or section.startswith("data."):  # the dataset entries are built by per_split_data
+            continue
         for key in keys["required"]:
             dotted = f"{section}.{key}" if section else key
             node: Any = ours
@@ -349,17 +437,19 @@ def test_extractor_follows_reexports_and_reads_typed_dicts(tmp_path):
     pkg = tmp_path / "nemo_rl"
     (pkg / "algorithms").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "algorithms" / "__init__.py").write_text("from nemo_rl.algorithms.impl import train as train\n")
+    (pkg / "algorithms" / "__init__.py").write_text("from .impl import train as train\n")
     (pkg / "algorithms" / "impl.py").write_text(
         "from typing import NotRequired, TypedDict\n"
         "class Base(TypedDict):\n    a: int\n    b: NotRequired[int]\n"
         "class MasterConfig(Base):\n    c: str\n"
-        "def train(x, y, *, z=1, w):\n    return (x, y, z)\n")
+        "def train(x, y, *, z=1, w) -> tuple[int, int, int]:\n"
+        "    def helper():\n        return (1, 2)\n"
+        "    return (x, y, z)\n")
     api = _api_script()
     src = api.Source(api.tree_reader(str(tmp_path)))
     desc = api.describe(src, "nemo_rl.algorithms.train")
     assert desc == {"defined_in": "nemo_rl.algorithms.impl", "kind": "function", "params": ["x", "y", "z", "w"],
-                    "required": ["x", "y", "w"], "returns_tuple_of": 3}
+                    "required": ["x", "y", "w"], "returns_tuple_of": 3}  # the nested helper's return not counted
     assert api.typed_dict_keys(src, "nemo_rl.algorithms.impl", "MasterConfig") == {
         "required": ["a", "c"], "optional": ["b"]}
     assert api.describe(src, "nemo_rl.algorithms.nothing") is None

@@ -70,7 +70,7 @@ def test_the_reference_sft_layout_names_what_means_nothing_here():
     assert set(unused) == {"recipe.packed_sequence", "recipe.peft", "dataset.nano3_packed_sft_dir",
                            "dataset.packed_sequence_specs.packed_sequence_size", "model.hidden_size",
                            "checkpoint.finetune"}
-    assert "take no arguments" in unused["recipe.peft"]
+    assert "no Megatron-Bridge recipe function is called here" in unused["recipe.peft"]  # the CPU fallback
     assert "FIELDS" in unused["model.hidden_size"]
 
 
@@ -98,3 +98,18 @@ def test_nemo_run_paths_are_the_job_dir_where_there_is_no_nemo_run(tmp_path, mon
     absent.mkdir(parents=True)  # in a container, /nemo_run is the mounted job dir: used as is
     assert entry.job_path(f"{absent}/model") == f"{absent}/model"
     assert Path(entry.job_path("~/x")) == Path.home() / "x"
+
+
+def test_the_reference_recipe_arguments_reach_the_recipe_that_takes_them():
+    """recipe.peft / recipe.packed_sequence: the 0.3.0 line's finetune_config gets them (as the
+    reference passes them); on 0.3.1 and later the recipe takes none, and the job says so."""
+    from nemotron.training import bridge_lines as bl
+
+    cfg = {**REFERENCE_SFT, "recipe": {**REFERENCE_SFT["recipe"], "_target_": None}}
+    assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.3.0rc0")) == []
+    assert not [k for k, _ in mb.unused_keys("sft", cfg, recipe_line=bl.line_for("0.3.0rc0")) if k.startswith("recipe.")]
+    on_04 = dict(mb.unused_keys("sft", cfg, recipe_line=bl.line_for("0.4.0")))
+    assert "megatron-bridge 0.4 (ValidationConfig) takes no such argument" in on_04["recipe.peft"]
+    assert mb.ignored_recipe_keys("sft", cfg, bl.line_for("0.4.0")) == ["recipe.packed_sequence", "recipe.peft"]
+    assert mb.ignored_recipe_keys("sft", REFERENCE_SFT, bl.line_for("0.3.0")) == [  # a function of its own
+        "recipe.packed_sequence", "recipe.peft"]

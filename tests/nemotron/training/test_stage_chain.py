@@ -29,7 +29,7 @@ def test_data_prep_then_pretrain_then_sft_sees_the_model(tmp_path):
 
     model = ArtifactRegistry(tmp_path / "home" / "artifacts").resolve("nano3-pretrain-model-tiny")
     assert any(Path(model.path).iterdir())  # the checkpoint is there
-    assert model.metadata["backend"] == "torch-fallback"
+    assert model.metadata["backend"] == "torch-fallback" and model.metadata["format"] == "fallback-pt"
     sft = run("nano3", "sft", "-c", "tiny", "--dry-run")
     assert sft.returncode == 0, sft.stderr
     assert f"v1  {model.path}" in sft.stdout  # run.model resolves to the pretrain checkpoint

@@ -33,7 +33,7 @@ from nemo_runspec.errors import ExecutionError, NemoRunspecError
 #: out. Every other import failure is reported when the group is used.
 GROUPS: dict[str, tuple[Any, ...]] = {
     "nano3": ("nemotron.cli.commands.nano3._typer_group", "app", False,
-              "Nemotron 3 Nano recipes: data prep, pretrain, sft, rl, evaluation, model import and the whole chain (pipe)."),
+              "Nemotron 3 Nano recipes: data prep, pretrain, sft, convert, rl, evaluation, model import and the whole chain (pipe)."),
     "evaluate": ("nemotron.cli.commands.evaluate", "app", False,
                  "Evaluate MODEL: an artifact or a checkpoint path (NeMo Evaluator; the CPU fallback "
                  "for tiny models)."),

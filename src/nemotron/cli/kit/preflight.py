@@ -28,8 +28,12 @@ def preflight(ctx: typer.Context) -> int:
     All ranks rendezvous across all nodes; an all-reduce (NCCL with GPUs, gloo
     without) must return the right sum; each rank reports host, GPU visibility
     and free memory; mounts and the job dir must be readable and writable, and
-    the profile's env vars present (names only, values never printed). A
-    per-node table is printed and the command exits non-zero on any failure.
+    the profile's env vars present (names only, values never printed). Each
+    node reports the training libraries its image carries (megatron-bridge,
+    megatron-core, nemo-rl, nemo-evaluator and its launcher, or "none of"
+    them) and where they differ from the compatibility table's row for the
+    image. A per-node table is printed and the command exits non-zero on any
+    failure.
 
     Examples:
         nemotron kit preflight

@@ -21,7 +21,13 @@ Every rank joins one process group (NCCL with GPUs, gloo without), runs an
 all-reduce whose answer is known, and checks its node: GPU visibility, free GPU
 and host memory, that the job dir and every configured path is readable and
 writable, and that required environment variables are present (their values are
-never printed). Rank 0 gathers every report, prints a per-node table, writes
+never printed). Each rank also reads the versions of the training libraries its
+Python can import (Megatron-Bridge, Megatron Core, NeMo-RL, NeMo Evaluator and its
+launcher: their ``package_info.py`` or distribution metadata, nothing imported), so the
+report says what the profile's image carries on every node, and, where the
+``nemotron`` package is importable, what the compatibility table says that image
+should carry (a difference is a note, not a failure: a profile may serve the CPU
+fallback only). Rank 0 gathers every report, prints a per-node table, writes
 ``preflight.json`` and everyone exits non-zero if anything failed.
 
 Exit codes: 0 when every check passed on every rank; 1 on *every* rank when any
@@ -70,6 +76,7 @@ def _load_config(path: str | None) -> dict[str, Any]:
     run_env = ((data.get("run") or {}).get("env") or {}) if isinstance(data, dict) else {}
     image = run_env.get("container_image")
     in_container = bool(image) and str(image).strip().lower() not in ("none", "null")
+    cfg["image"] = str(image) if in_container else None
     for mount in run_env.get("mounts") or []:
         parts = str(mount).split(":")
         target = parts[1] if in_container and len(parts) > 1 else parts[0]
@@ -80,6 +87,82 @@ def _load_config(path: str | None) -> dict[str, Any]:
         if name not in (cfg.get("require_env") or []):
             cfg["require_env"] = [*(cfg.get("require_env") or []), name]
     return cfg
+
+
+#: distribution -> module of the libraries the nano3 stages run natively
+LIBRARIES = {"megatron-bridge": "megatron.bridge", "megatron-core": "megatron.core", "nemo-rl": "nemo_rl",
+             "nemo-evaluator": "nemo_evaluator", "nemo-evaluator-launcher": "nemo_evaluator_launcher"}
+
+
+def _library_version(dist: str, module: str) -> str | None:
+    """The version of ``module`` importable here, read from its ``package_info.py`` (or the
+    distribution metadata) without importing it; None when it is not importable."""
+    import ast
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or ():
+        info = Path(location) / "package_info.py"
+        try:
+            tree = ast.parse(info.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                  and isinstance(n.value, ast.Constant) for t in n.targets if isinstance(t, ast.Name)}
+        if "MAJOR" in consts:
+            return f"{consts['MAJOR']}.{consts.get('MINOR', 0)}.{consts.get('PATCH', 0)}{consts.get('PRE_RELEASE') or ''}"
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _libraries() -> dict[str, str | None]:
+    """``{distribution: version or None}`` for :data:`LIBRARIES`."""
+    return {dist: _library_version(dist, module) for dist, module in LIBRARIES.items()}
+
+
+def _table_versions(image: str | None) -> dict[str, str] | None:
+    """What the compatibility table says ``image`` carries, when ``nemotron`` is importable here."""
+    if not image:
+        return None
+    try:
+        from nemotron.training.versions import row_for
+    except ImportError:  # preflight shipped alone: no table to compare with
+        return None
+    row = row_for(image)
+    return dict(row.versions) if row is not None else {}
+
+
+def _library_lines(reports: list[dict[str, Any]], image: str | None) -> list[str]:
+    """One line per node: the versions found (or that none of them is there), and where they
+    differ from what the table says the image carries."""
+    expected = _table_versions(image)
+    lines = [f"libraries (image {image or 'none: bare metal'}):"]
+    seen: dict[str, dict[str, str | None]] = {}
+    for r in reports:
+        seen.setdefault(str(r["node"]), r.get("libraries") or {})
+    for node, libs in seen.items():
+        found = {d: v for d, v in libs.items() if v}
+        if found:
+            lines.append(f"  {node}: " + ", ".join(f"{d} {v}" for d, v in found.items()))
+        else:
+            lines.append(f"  {node}: none of {', '.join(LIBRARIES)}: the native backends cannot run "
+                         f"here (the CPU fallback can)")
+        for dist, want in (expected or {}).items():
+            have = libs.get(dist)
+            if (have or "").split("+")[0] != want:
+                lines.append(f"  note: {node}: the compatibility table says {image} has {dist} {want}, "
+                             f"found {have or 'none'}")
+    if expected == {}:
+        lines.append(f"  note: {image} is not in the compatibility table (nemotron.training.versions)")
+    return lines
 
 
 def _host_memory_gib() -> tuple[float, float]:
@@ -175,9 +258,11 @@ def _local_checks(cfg: dict[str, Any], torch) -> dict[str, Any]:
         env[str(name)] = "present" if present else "MISSING"
         if not present:
             failures.append(f"env var {name} is not set")
+    libraries = _check(failures, "library versions", _libraries) or {}
     return {
         "host": socket.gethostname(),
         "node": os.environ.get("SLURMD_NODENAME") or os.environ.get("SLURM_NODEID") or socket.gethostname(),
+        "libraries": libraries,
         "host_mem_total_gib": round(total, 1),
         "host_mem_free_gib": round(available, 1),
         "gpu": gpu,
@@ -187,7 +272,8 @@ def _local_checks(cfg: dict[str, Any], torch) -> dict[str, Any]:
     }
 
 
-def _table(reports: list[dict[str, Any]], expected_sum: float, got_sum: float, seconds: float) -> str:
+def _table(reports: list[dict[str, Any]], expected_sum: float, got_sum: float, seconds: float,
+           image: str | None = None) -> str:
     rows = [("rank", "node", "host", "GPUs", "GPU free GiB", "host free GiB", "paths", "env", "status")]
     for r in reports:
         gpus = r["gpu"]
@@ -203,6 +289,7 @@ def _table(reports: list[dict[str, Any]], expected_sum: float, got_sum: float, s
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
+    lines.extend(_library_lines(reports, image))
     lines.append(f"all-reduce: expected {expected_sum:g}, got {got_sum:g} ({seconds:.2f}s incl. rendezvous)")
     for r in reports:
         for f in r["failures"]:
@@ -301,10 +388,11 @@ def main(argv: list[str] | None = None) -> int:
     _keep_verdict_on_sigterm(code)
     if rank == 0:
         try:
-            print(_table(gathered, expected, got, seconds), flush=True)
+            print(_table(gathered, expected, got, seconds, cfg.get("image")), flush=True)
             out = Path(cfg.get("report_path") or "preflight.json")
             try:
                 out.write_text(json.dumps({"ok": not failed, "world_size": world, "backend": backend,
+                                           "image": cfg.get("image"),
                                            "allreduce": {"expected": expected, "got": got},
                                            "ranks": gathered}, indent=2))
             except OSError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from nemo_runspec.cli.help import GlobalOptionsCommand
 from nemo_runspec.cli.recipe_typer import RecipeTyper
 
-app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: data prep, pretrain, sft, rl, evaluation, "
+app = RecipeTyper(name="nano3", help="Nemotron 3 Nano recipes: data prep, pretrain, sft, convert, rl, evaluation, "
                                      "model import and the whole chain (pipe).")
 data_app = RecipeTyper(name="data", help="Data commands.")
 prep_app = RecipeTyper(name="prep", help="Prepare training data for each stage (Ray).")
@@ -21,6 +21,7 @@ _PKG = "nemotron.cli.commands.nano3"
 COMMANDS: list[tuple[RecipeTyper, str, str, str | None]] = [
     (app, "pretrain", f"{_PKG}.pretrain", "Training stages"),
     (app, "sft", f"{_PKG}.sft", "Training stages"),
+    (app, "convert", f"{_PKG}.convert", "Training stages"),
     (app, "rl", f"{_PKG}.rl", "Training stages"),
     (app, "eval", f"{_PKG}.eval", "Evaluation"),
     (prep_app, "pretrain", f"{_PKG}.data.prep", None),

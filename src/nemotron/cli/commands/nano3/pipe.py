@@ -45,18 +45,40 @@ def _prepare_eval(job):  # noqa: ANN001, ANN202 - a Step.prepare
     return Preparation(ev.job, show=show, before_submit=lambda: evaluator.submit_image_squashes(ev))
 
 
+def _prepare_native(job):  # noqa: ANN001, ANN202 - a Step.prepare
+    """A training stage as it is; its dry run adds what the image's libraries are called with
+    (:mod:`nemotron.training.native_plan`, as the stage's own command shows it)."""
+    from nemotron.training.native_plan import prepare_native
+
+    return prepare_native(job)
+
+
+def _convert_not_needed(job):  # noqa: ANN001, ANN202 - a Step.skip_when
+    """Why the convert stage has nothing to do under this config (its formats match), or None."""
+    from omegaconf import OmegaConf
+
+    from nemotron.training.convert import nothing_to_convert
+
+    return nothing_to_convert(OmegaConf.to_container(job.train_config, resolve=False))
+
+
 #: The nano3 chain, in order. Each stage consumes what an earlier one publishes
 #: (``run.data``/``run.model`` in its config); the graph follows from the configs.
 STEPS: list[Step] = [
     Step("prep-pretrain", NANO3 / "stage0_pretrain/data_prep.py", check=_check_data_prep("pretrain"),
          description="tokenize the pretraining corpus (Ray)"),
-    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)"),
+    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)",
+         prepare=_prepare_native),
     Step("prep-sft", NANO3 / "stage1_sft/data_prep.py", check=_check_data_prep("sft"),
          description="chat-template and pack the SFT data (Ray)"),
-    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)"),
+    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)",
+         prepare=_prepare_native),
+    Step("convert", NANO3 / "stage1_sft/convert.py", prepare=_prepare_native, skip_when=_convert_not_needed,
+         description="export the SFT checkpoint to Hugging Face for RL (Megatron-Bridge; skipped in the CPU chain)"),
     Step("prep-rl", NANO3 / "stage2_rl/data_prep.py", check=_check_data_prep("rl"),
          description="normalise and split the RL prompts (Ray)"),
-    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)"),
+    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)",
+         prepare=_prepare_native),
 ]
 if (NANO3 / "eval/eval.py").is_file():
     STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model",
@@ -75,7 +97,7 @@ def pipe(
                                  help="On Slurm: nemo-run (a job per stage, an afterok chain) or sbatch "
                                       "(every stage in one allocation, in order, no queueing between them)"),
 ) -> None:
-    """Run the nano3 chain: data prep, pretrain, SFT, RL and evaluation.
+    """Run the nano3 chain: data prep, pretrain, SFT, convert, RL and evaluation.
 
     Overrides name their stage: pretrain.train.train_iters=5, *.run.env.nodes=2.
     A stage whose output artifact was made from the same config and inputs is

@@ -12,11 +12,11 @@ import typer
 
 from nemo_runspec import compose, execution, packaging, slurm
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.cli.display import show_dry_run
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
+from nemotron.training.native_plan import show_dry_run
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage1_sft/train.py")
 

@@ -4,7 +4,7 @@
 # [tool.runspec]
 # schema = "1"
 # name = "nano3/rl"
-# image = "nvcr.io/nvidia/nemo-rl:v0.4.0"
+# image = "nvcr.io/nvidia/nemo-rl:v0.4.0.nemotron_3_nano"
 #
 # [tool.runspec.run]
 # launch = "ray"

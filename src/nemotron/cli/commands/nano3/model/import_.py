@@ -23,8 +23,11 @@ fallback   the CPU fallback trainer's ``step_<N>.pt`` files
            ``weights_only``) and must have been written by the same stage.
 
 Default names are what the configs' ``run.model`` consume: ``nano3-<stage>-model``,
-and ``nano3-<stage>-model-tiny`` for a fallback checkpoint (only the ``tiny``
-configs run the fallback that reads it).
+``nano3-<stage>-model-tiny`` for a fallback checkpoint (only the ``tiny`` configs run
+the fallback that reads it) and ``nano3-sft-model-hf`` for a Hugging Face SFT model
+(what ``nano3 rl`` starts from). The artifact's metadata records the format
+(``megatron-dist``, ``hf``, ``fallback-pt``; :mod:`nemotron.training.formats`), which
+the consuming stage checks before it starts.
 """
 
 # No `from __future__ import annotations`: Typer reads the parameter annotations.
@@ -64,14 +67,15 @@ _LFS = b"version https://git-lfs"
 CONSUMERS = {
     ("pretrain", "hf"): "nano3 sft's Megatron-Bridge backend starts from a Megatron checkpoint "
                         "(checkpoint.pretrained_checkpoint); convert the Hugging Face model first",
-    ("sft", "megatron"): "nano3 rl's NeMo-RL backend loads a Hugging Face model (policy.model_name); "
-                         "export this Megatron checkpoint to Hugging Face first",
+    ("sft", "megatron-dist"): "nano3 rl's NeMo-RL backend loads a Hugging Face model (policy.model_name): "
+                              "`nemotron nano3 convert` exports this checkpoint to nano3-sft-model-hf",
 }
 
 
-def default_name(kind: str, layout: str) -> str:
-    """``nano3-<kind>-model``, ``-tiny`` for the CPU fallback's checkpoints."""
-    return DEFAULT_NAMES[kind] + ("-tiny" if layout == "fallback" else "")
+def default_name(kind: str, fmt: str) -> str:
+    """``nano3-<kind>-model``; ``-tiny`` for the CPU fallback's checkpoints, ``-hf`` for a Hugging
+    Face SFT model (what nano3 rl starts from)."""
+    return DEFAULT_NAMES[kind] + {"fallback-pt": "-tiny", "hf": "-hf" if kind == "sft" else ""}.get(fmt, "")
 
 
 def _bad(problem: str, path: Path, hint: str | None = None, line: int | None = None) -> CLIUsageError:
@@ -136,7 +140,7 @@ def check_megatron(root: Path, *, write: bool = True) -> dict[str, Any]:
         if write:
             tracker.write_text(f"{iteration}\n", encoding="utf-8")
         generated = True
-    return {"format": "megatron", "iteration": iteration, "iterations": sorted(iters),
+    return {"format": "megatron-dist", "iteration": iteration, "iterations": sorted(iters),
             "tracker_path": str(tracker), "tracker_generated": generated, "bytes": _size(root)}
 
 
@@ -207,7 +211,7 @@ def check_fallback(root: Path, kind: str) -> dict[str, Any]:
 
     found = list_checkpoints(root)
     step, latest = found[-1]
-    meta: dict[str, Any] = {"format": "fallback", "step": step, "steps": [s for s, _ in found],
+    meta: dict[str, Any] = {"format": "fallback-pt", "step": step, "steps": [s for s, _ in found],
                             "checkpoint": latest.name, "bytes": sum(p.stat().st_size for _, p in found)}
     try:
         import torch
@@ -291,7 +295,7 @@ def import_model(kind: str, path: Path, *, name: str | None = None, copy: bool =
 
 def _describe(meta: Any) -> str:
     fmt = meta.get("format")
-    if fmt == "megatron":
+    if fmt == "megatron-dist":
         return f"Megatron checkpoint, iteration {meta.get('iteration')}"
     if fmt == "hf":
         kind = meta.get("model_type") or "model"

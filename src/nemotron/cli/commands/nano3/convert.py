@@ -1,0 +1,62 @@
+"""`nemotron nano3 convert`: the SFT checkpoint exported from Megatron to Hugging Face for RL.
+
+Same shape as `nano3 pretrain` (see its module docstring); the recipe script
+(``stage1_sft/convert.py``, launched directly: one process) and the artifacts differ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from nemo_runspec import compose, execution, packaging, slurm
+from nemo_runspec import parse as parse_runspec
+from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.job import compile_job
+from nemo_runspec.run import RunConfig
+from nemotron.recipes import RECIPES_DIR
+from nemotron.training.native_plan import show_dry_run
+
+SPEC = parse_runspec(RECIPES_DIR / "nano3/stage1_sft/convert.py")
+
+
+def convert(ctx: typer.Context) -> int:
+    """Export the SFT checkpoint (Megatron) to Hugging Face with Megatron-Bridge, for NeMo-RL.
+
+    Megatron-Bridge's own AutoBridge export, as the image's release does it
+    (docs/training.md, "Checkpoint formats"). The job first checks the image's
+    Megatron-Bridge and that the input is a Megatron checkpoint. With -c tiny
+    (the CPU fallback chain) there is nothing to convert.
+
+    Examples:
+        nemotron nano3 convert --run dev
+        nemotron nano3 convert --run dev convert.hf_model=/models/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
+    Consumes:
+        model: SFT checkpoint, Megatron format (run.model, nano3-sft-model)
+    Produces:
+        model: SFT model, Hugging Face format (nano3-sft-model-hf)
+    """
+    return execute(parse_recipe_config(ctx))
+
+
+def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
+            dependencies: list[str] | None = None) -> int | str | None:
+    """Compile the convert job of ``run``, then run it here, show it or submit it; returns the exit code.
+
+    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
+    task id; the caller runs the experiment (None for a dry run, which only shows it).
+    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
+    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
+    """
+    job = compile_job(SPEC, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
+    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
+        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
+    if job.is_local:  # no profile, or executor = "local": torchrun here
+        return show_dry_run(job) if job.dry_run else execution.run_local(job)
+    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
+        return execution.run_job(job)
+    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
+    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
+    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (direct)
+    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
