@@ -68,7 +68,7 @@ class Publish(_Strict):
 
 class _Input(_Strict):
     paths: list[str] | str = Field(description="files, globs, directories or fsspec URLs; "
-                                               "hf:org/name[:config][@split] (online)",
+                                               "`hf:org/name[:config][@split]` (online)",
                                    examples=[["/data/raw/*.jsonl"]])
     format: InputFormat = Field("auto", description="auto (by file extension), jsonl, parquet or hf",
                                 examples=["jsonl"])
