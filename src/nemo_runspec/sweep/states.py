@@ -1,0 +1,153 @@
+"""The state of every point of a sweep: one ``sacct`` per cluster for all its arrays.
+
+``sacct -X -j <array ids>`` answers one line per array task that started
+(``168_3``) and one per range still pending (``168_[4-7%2]``); both are read
+here, so a refresh of ``nemotron jobs list``/``status`` asks Slurm once however
+many points there are. Without accounting, one ``squeue -r`` (one line per task)
+stands in. A point that ran here has the exit code its local run recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from nemo_runspec.slurm.jobs import UNKNOWN, JobState, _clean
+from nemo_runspec.slurm.queue import TERMINAL_STATES, exit_code_from_sacct
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.ledger import Submission
+    from nemo_runspec.slurm.remote import Remote
+    from nemo_runspec.sweep.record import SweepRecord
+
+_TASK = re.compile(r"^(\d+)_(\d+)$")
+_PENDING = re.compile(r"^(\d+)_\[([0-9,\-]+)(?:%\d+)?\]$")
+
+
+def _expand(ranges: str) -> list[int]:
+    out: list[int] = []
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit():
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int], JobState]:
+    """``{(array id, task index): state}`` of the arrays, in one ``sacct`` (or, without
+    accounting, one ``squeue -r``)."""
+    ids = sorted(set(array_ids), key=lambda i: (len(i), i))
+    if not ids:
+        return {}
+    rc, out, _ = remote.run(f"sacct -n -P -X -j {','.join(ids)} "
+                            "-o JobID,State,ExitCode,Reason,NodeList,Start,End")
+    found: dict[tuple[str, int], JobState] = {}
+    if rc == 0:
+        for line in out.splitlines():
+            parts = line.split("|")
+            if len(parts) < 7:
+                continue
+            state = (parts[1].split() or [UNKNOWN])[0]
+            for array_id, index in _tasks(parts[0]):
+                if array_id not in ids:
+                    continue
+                st = JobState(f"{array_id}_{index}", state=state, raw_exit=parts[2], reason=_clean(parts[3]),
+                              nodes=_clean(parts[4]), start=_clean(parts[5]), end=_clean(parts[6]), source="sacct")
+                if st.finished:
+                    st.exit_code = exit_code_from_sacct(state, parts[2])
+                found[(array_id, index)] = st
+        return found
+    rc, out, _ = remote.run(f"squeue -h -r -j {','.join(ids)} -o '%i|%T|%r|%N'")
+    for line in out.splitlines() if rc == 0 else []:
+        parts = line.strip().split("|")
+        if len(parts) < 4:
+            continue
+        for array_id, index in _tasks(parts[0]):
+            if array_id in ids:
+                found[(array_id, index)] = JobState(f"{array_id}_{index}", state=parts[1].strip(),
+                                                    reason=_clean(parts[2]), nodes=_clean(parts[3]),
+                                                    source="squeue", accounting=False)
+    return found
+
+
+def _tasks(job_id: str) -> list[tuple[str, int]]:
+    if m := _TASK.match(job_id):
+        return [(m.group(1), int(m.group(2)))]
+    if m := _PENDING.match(job_id):
+        return [(m.group(1), i) for i in _expand(m.group(2))]
+    return []
+
+
+def point_states(rec: SweepRecord, *, strict: bool = False) -> dict[int, JobState]:
+    """The state of each point of ``rec``: its newest array task's, or its local run's.
+    A cluster that cannot be reached is an error with ``strict``, else its points are
+    ``UNREACHABLE`` (the error in their note)."""
+    from nemo_runspec.errors import NemoRunspecError
+    from nemo_runspec.slurm import jobs as sj
+
+    states: dict[int, JobState] = {}
+    for key, runs in rec.local.items():
+        code = runs.get("exit_code")
+        states[int(key)] = JobState(f"local:{key}", state="COMPLETED" if code == 0 else "FAILED",
+                                    exit_code=code, source="local", raw_exit=str(code))
+    groups: dict[tuple, list[Submission]] = {}
+    for array in rec.arrays:
+        sub = submission(array)
+        groups.setdefault(sj.tunnel_key(sub), []).append(sub)
+    tasks: dict[tuple[str, int], JobState] = {}
+    for members in groups.values():
+        try:
+            remote = sj.remote_for(members[0])
+            try:
+                tasks.update(query_tasks(remote, [s.job_id for s in members]))
+            finally:
+                sj.close(remote)
+        except NemoRunspecError as exc:
+            if strict:
+                raise
+            for s in members:
+                for array in rec.arrays:
+                    if array.job_id == s.job_id:
+                        tasks.update({(s.job_id, i): JobState(f"{s.job_id}_{i}", state=sj.UNREACHABLE, note=str(exc))
+                                      for i in array.indices})
+    for index in range(len(rec.points)):
+        array = rec.latest(index)
+        if array is None:
+            continue
+        st = tasks.get((array.job_id, index))
+        if st is None:
+            st = JobState(f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")
+        if str(index) in rec.local and (rec.local[str(index)].get("at") or "") > array.submitted_at:
+            continue  # ran here after the array: the local result is newer
+        states[index] = st
+    return states
+
+
+def completed(rec: SweepRecord | None, states: dict[int, JobState] | None = None) -> set[int]:
+    """The points of ``rec`` that completed (what a rerun skips)."""
+    if rec is None:
+        return set()
+    states = point_states(rec) if states is None else states
+    return {i for i, st in states.items() if st.state == "COMPLETED"}
+
+
+def submission(array: Any) -> Submission:
+    """The ledger entry of an array (from its record)."""
+    from nemo_runspec.slurm.ledger import Submission
+
+    return Submission.from_json(array.submission)
+
+
+_LOSS = re.compile(r"\b(?:val_|train_|lm_)?loss\b\s*[=:]?\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)", re.I)
+
+
+def final_loss(text: str) -> str | None:
+    """The last ``loss`` a log prints (``loss 2.31``, ``loss=2.31``, ``lm loss: 2.3E+00``), or None."""
+    last = None
+    for m in _LOSS.finditer(text):
+        last = m.group(1)
+    return last
+
+
+__all__ = ["TERMINAL_STATES", "completed", "final_loss", "point_states", "query_tasks"]
