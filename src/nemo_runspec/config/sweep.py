@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,22 +130,26 @@ def expand(overrides: Sequence[str], *, config: str | None = None,
     return SweepPlan(points=tuple(points), keys=tuple(key for key, _, _ in axes))
 
 
-def refuse_unmarked_sweeps(data: Mapping[str, Any], overrides: Sequence[str]) -> None:
+def refuse_unmarked_sweeps(data: Callable[[], Any], overrides: Sequence[str]) -> None:
     """Without ``-m``: a sweep-shaped value (``10,20``, ``range(...)``) for a key whose
     current value is a number or a bool is a one-line error suggesting ``-m``.
 
-    ``data`` is the config the overrides apply to (a plain mapping). Text keys are
-    left alone: ``name=a,b`` is the text ``a,b``.
+    ``data`` returns the config the overrides apply to, as plain data (called only
+    when a value is sweep-shaped). Text keys are left alone: ``name=a,b`` is the
+    text ``a,b``.
     """
+    plain: list[Any] = []
     for raw in overrides:
         prefix, key, value = _split(raw)
         if value is None or prefix == "~" or not is_sweep(value):
             continue
-        current = _lookup(data, key)
+        if not plain:
+            plain.append(data())
+        current = _lookup(plain[0], key)
         if isinstance(current, (bool, int, float)):
-            kind = type(current).__name__
+            kind = "bool" if isinstance(current, bool) else "number"
             raise ConfigError(
-                f"override {raw!r} gives {key} (a {kind}, now {current!r}) several values",
+                f"override {raw!r} gives the {kind} {key} (now {current!r}) several values",
                 key=key, hint=f"add -m/--multirun to run one job per value, or give one value: {key}="
                               f"{_first(value)}")
 

@@ -178,7 +178,7 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     job.executor = executor
     points_dir = os.path.join(job.job_dir, POINTS)
     seen_points = _seen(rep, points_dir)
-    config = f"{seen_points}/{TASK}/train.yaml"
+    config = _unquoted(f"{seen_points}/{TASK}/train.yaml")
     job.args = [config if a == TRAIN_YAML or a == _seen(rep, os.path.join(rep.job_dir, "train.yaml")) else a
                 for a in rep.args]
     if config not in job.args:
@@ -203,6 +203,16 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
         setup = setup.replace(old, source_snippet(f"{points_dir}/<task>/{SECRET_FILE_NAME}", shell_word=word))
     executor.setup_lines = "\n".join(x for x in (setup, *lines) if x)
     return job
+
+
+def _unquoted(text: str) -> str:
+    """``text`` marked for torchx/nemo-run not to shell-quote it (their ``_noquote``, as
+    nemo-run marks ``$head_node_ip``), so the batch shell expands ``$SLURM_ARRAY_TASK_ID``.
+    torchx's private marker, pinned with nemo-run 0.11.1 (tests/nemo_runspec/sweep/test_array.py
+    renders every launch kind and checks the path reaches the shell unquoted)."""
+    from torchx.components.dist import _noquote
+
+    return _noquote(text)
 
 
 def _redacted(values: dict[str, str]) -> dict[str, str]:
