@@ -44,6 +44,27 @@ __all__ = [
 ]
 
 
+def _sweep_point() -> dict[str, Any]:
+    """``{"sweep": {"id", "index", "values"}}`` when a sweep's point publishes (docs/sweeps.md):
+    the point's swept overrides, from ``NEMOTRON_SWEEP_*`` (``NEMOTRON_SWEEP_VALUES`` is the
+    point's ``point.json``); empty otherwise."""
+    sweep_id = os.environ.get("NEMOTRON_SWEEP_ID")
+    if not sweep_id:
+        return {}
+    import json
+
+    point: dict[str, Any] = {"id": sweep_id, "index": os.environ.get("NEMOTRON_SWEEP_INDEX")}
+    try:
+        values = json.loads(os.environ.get("NEMOTRON_SWEEP_VALUES") or "{}").get("values")
+    except (ValueError, AttributeError):
+        values = None
+    if isinstance(values, dict):
+        point["values"] = values
+    if str(point["index"] or "").isdigit():
+        point["index"] = int(point["index"])
+    return {"sweep": point}
+
+
 class ArtifactRegistry:
     """Publish and resolve named, versioned artifacts.
 
@@ -93,7 +114,8 @@ class ArtifactRegistry:
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
-        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe}, aliases=aliases, copy=copy)
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **_sweep_point()},
+                                    aliases=aliases, copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
         """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""

@@ -83,18 +83,19 @@ def point_states(rec: SweepRecord, *, strict: bool = False) -> dict[int, JobStat
     """The state of each point of ``rec``: its newest array task's, or its local run's.
     A cluster that cannot be reached is an error with ``strict``, else its points are
     ``UNREACHABLE`` (the error in their note)."""
+    return states_of([rec], strict=strict)[rec.id]
+
+
+def states_of(records: list[SweepRecord], *, strict: bool = False) -> dict[str, dict[int, JobState]]:
+    """:func:`point_states` of several sweeps, with one query per cluster for all of them."""
     from nemo_runspec.errors import NemoRunspecError
     from nemo_runspec.slurm import jobs as sj
 
-    states: dict[int, JobState] = {}
-    for key, runs in rec.local.items():
-        code = runs.get("exit_code")
-        states[int(key)] = JobState(f"local:{key}", state="COMPLETED" if code == 0 else "FAILED",
-                                    exit_code=code, source="local", raw_exit=str(code))
     groups: dict[tuple, list[Submission]] = {}
-    for array in rec.arrays:
-        sub = submission(array)
-        groups.setdefault(sj.tunnel_key(sub), []).append(sub)
+    for rec in records:
+        for array in rec.arrays:
+            sub = submission(array)
+            groups.setdefault(sj.tunnel_key(sub), []).append(sub)
     tasks: dict[tuple[str, int], JobState] = {}
     for members in groups.values():
         try:
@@ -106,21 +107,30 @@ def point_states(rec: SweepRecord, *, strict: bool = False) -> dict[int, JobStat
         except NemoRunspecError as exc:
             if strict:
                 raise
-            for s in members:
+            ids = {s.job_id for s in members}
+            for rec in records:
                 for array in rec.arrays:
-                    if array.job_id == s.job_id:
-                        tasks.update({(s.job_id, i): JobState(f"{s.job_id}_{i}", state=sj.UNREACHABLE, note=str(exc))
-                                      for i in array.indices})
+                    if array.job_id in ids:
+                        tasks.update({(array.job_id, i): JobState(f"{array.job_id}_{i}", state=sj.UNREACHABLE,
+                                                                  note=str(exc)) for i in array.indices})
+    return {rec.id: _point_states(rec, tasks) for rec in records}
+
+
+def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> dict[int, JobState]:
+    states: dict[int, JobState] = {}
     for index in range(len(rec.points)):
         array = rec.latest(index)
+        local = rec.local.get(str(index))
+        if local is not None and (array is None or str(local.get("at") or "") >= array.submitted_at):
+            code = local.get("exit_code")
+            states[index] = JobState(f"local:{index}", state="COMPLETED" if code == 0 else "FAILED",
+                                     exit_code=code, source="local", raw_exit=str(code))
+            continue
         if array is None:
             continue
         st = tasks.get((array.job_id, index))
-        if st is None:
-            st = JobState(f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")
-        if str(index) in rec.local and (rec.local[str(index)].get("at") or "") > array.submitted_at:
-            continue  # ran here after the array: the local result is newer
-        states[index] = st
+        states[index] = st if st is not None else JobState(
+            f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")
     return states
 
 
@@ -150,4 +160,4 @@ def final_loss(text: str) -> str | None:
     return last
 
 
-__all__ = ["TERMINAL_STATES", "completed", "final_loss", "point_states", "query_tasks"]
+__all__ = ["TERMINAL_STATES", "completed", "final_loss", "point_states", "query_tasks", "states_of"]

@@ -213,7 +213,11 @@ def list_jobs(
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     pipes = load_pipes()
-    entries = _all_entries(subs, pipes)
+    from nemo_runspec.sweep.record import load_all
+
+    sweeps = [r for r in load_all() if not recipe or _recipe_matches(
+        sj_sub(r), recipe)]  # a sweep is one entry: its arrays are not listed one by one
+    entries = [s for s in _all_entries(subs, pipes) if not s.sweep]
     if recipe:
         matching = [s for s in entries if _recipe_matches(s, recipe)]
         if not matching and entries:
@@ -221,7 +225,7 @@ def list_jobs(
             raise CLIUsageError(f"no recorded job of recipe {recipe!r}",
                                 hint=did_you_mean(recipe, recorded, listing=True))
         entries = matching
-    if not entries and not pipes:
+    if not entries and not pipes and not sweeps:
         if as_json:
             _out("[]")
         else:
@@ -253,6 +257,10 @@ def list_jobs(
             for stage in pipe.stages:
                 if stage.job_id is None:
                     timed.append((pipe.created, (None, sj.JobState("-", state=sj.SKIPPED), stage.name, pipe)))
+    if not wanted or wanted - {sj.SKIPPED}:
+        from nemotron.cli.commands.jobs_sweeps import list_rows
+
+        timed += [(when, (sub, st, "", None)) for when, sub, st in list_rows(sweeps, wanted - {sj.SKIPPED})]
     timed.sort(key=lambda t: t[0], reverse=True)  # stable: ties keep the ledger's order
     rows = _group_pipes([row for _, row in timed])
     if n:
@@ -279,6 +287,13 @@ def list_jobs(
         table = [row if len(row) == 7 else [*row, "-"] for row in table]
     _table(["JOB", "STATE", "RECIPE", "PROFILE", "SUBMITTED", "PIPE:STAGE"] + (["ATTEMPTS"] if resilient else []),
            table)
+
+
+def sj_sub(rec: Any) -> Submission:
+    """A sweep record as a ledger entry (for the --recipe filter)."""
+    from nemo_runspec.slurm.ledger import Submission
+
+    return Submission(job_id=rec.id, name=rec.id, job_dir="", recipe=rec.recipe)
 
 
 def _key(sub: Submission) -> tuple[str, str]:
@@ -355,7 +370,11 @@ def status(
         nemotron jobs status nano3-pipe-20250601-100000-a1b2
     """
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
+    from nemotron.cli.commands import jobs_sweeps
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
+        jobs_sweeps.status(*sweep, as_json)
+        return
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
@@ -494,7 +513,10 @@ def logs(
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
+    from nemotron.cli.commands import jobs_sweeps
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP:N (docs/sweeps.md)
+        raise typer.Exit(jobs_sweeps.logs(*sweep, follow=follow, sbatch_log=sbatch_log))
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
@@ -530,7 +552,11 @@ def cancel(
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
+    from nemotron.cli.commands import jobs_sweeps
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
+        jobs_sweeps.cancel(*sweep, dry=dry_run_requested())
+        return
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
