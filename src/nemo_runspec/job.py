@@ -193,6 +193,9 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     sections = read_sections(env_file)
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
                                   env_profile=profile, runspec=spec, wandb_section=sections.get("wandb"))
+    from nemo_runspec.scales.apply import apply_scale
+
+    job_config = apply_scale(spec, job_config, ctx)  # the scale matrix's cell (docs/runspec/v1/spec.md, 8)
     run = job_config.run
     from nemo_runspec.config.job_config import extract_train_config, warn_credential_shaped
 
