@@ -24,10 +24,12 @@ class Where:
     gpu_type: str | None
     nodes: int
     precision: str | None
+    gpus_per_node: int | None = None
 
     def __str__(self) -> str:
         gpus = self.gpu_type or "GPUs of an unstated type"
-        return f"{gpus} x {self.nodes} node{'s' if self.nodes != 1 else ''}" + \
+        per = f" of {self.gpus_per_node} GPUs" if self.gpus_per_node and self.gpu_type != "cpu" else ""
+        return f"{gpus} x {self.nodes} node{'s' if self.nodes != 1 else ''}{per}" + \
             (f" {self.precision}" if self.precision else "")
 
 
@@ -42,7 +44,8 @@ def where_of(run_env: Mapping[str, Any]) -> Where:
     except (TypeError, ValueError):
         nodes = 1
     precision = run_env.get("precision")
-    return Where(str(gpu) if gpu else None, nodes, str(precision) if precision else None)
+    return Where(str(gpu) if gpu else None, nodes, str(precision) if precision else None,
+                 gpn if isinstance(gpn, int) and not isinstance(gpn, bool) else None)
 
 
 def entries_for(entries: Sequence[ScaleEntry], config: str | None) -> list[ScaleEntry]:
@@ -58,6 +61,8 @@ def find(entries: Sequence[ScaleEntry], where: Where) -> tuple[ScaleEntry, Cell]
         if not entry.has_nodes(where.nodes):
             continue
         if where.precision is not None and where.precision not in entry.precisions:
+            continue
+        if None not in (entry.gpus_per_node, where.gpus_per_node) and entry.gpus_per_node != where.gpus_per_node:
             continue
         gpu = where.gpu_type or entry.gpu_types[0]
         return entry, Cell(gpu, where.nodes, where.precision or entry.precisions[0])
