@@ -174,6 +174,8 @@ def parse_sweep(text: str, *, where: str) -> Sweep | None:
     ``where`` names the override in errors (``override 'lr=range(1,'``).
     """
     stripped = text.strip()
+    if not stripped:
+        return None  # ``key=``: the empty string
     name = _function_name(stripped)
     if name in _UNSUPPORTED:
         raise ConfigError(f"invalid sweep in {where}: {name}() is not supported", hint=_UNSUPPORTED[name])
