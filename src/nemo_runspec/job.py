@@ -118,6 +118,7 @@ class CompiledJob:
             passthrough=self.passthrough,
             env_file=str(self.env_file.path) if self.env_file is not None else None,
             force_squash=self.force_squash,
+            allow_untested_scale=bool((self.job_config.run.get("scale") or {}).get("untested")),
         )
 
     @cached_property
