@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from nemo_runspec.sweep.record import SweepRecord
 
 _TASK = re.compile(r"^(\d+)_(\d+)$")
+#: the task index under which :func:`query_tasks` notes that sacct answered for an array
+SEEN = -1
+#: a task cancelled before it started leaves no record: sacct knows its array, not it
+CANCELLED_UNSTARTED = "cancelled before it started (Slurm keeps no record of such an array task)"
 _PENDING = re.compile(r"^(\d+)_\[([0-9,\-]+)(?:%\d+)?\]$")
 
 
@@ -35,13 +39,14 @@ def _expand(ranges: str) -> list[int]:
 
 
 def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int], JobState]:
-    """``{(array id, task index): state}`` of the arrays, in one ``sacct`` (or, without
-    accounting, one ``squeue -r``)."""
+    """``{(array id, task index): state}`` of the arrays, in one ``sacct``; one ``squeue -r``
+    for the arrays sacct does not know yet (just submitted) or without accounting."""
     ids = sorted(set(array_ids), key=lambda i: (len(i), i))
     if not ids:
         return {}
     rc, out, _ = remote.run(f"sacct -n -P -X -j {','.join(ids)} "
                             "-o JobID,State,ExitCode,Reason,NodeList,Start,End")
+    rc_sacct = rc
     found: dict[tuple[str, int], JobState] = {}
     if rc == 0:
         for line in out.splitlines():
@@ -49,6 +54,8 @@ def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int
             if len(parts) < 7:
                 continue
             state = (parts[1].split() or [UNKNOWN])[0]
+            for array_id, _ in _tasks(parts[0])[:1]:  # sacct knows this array (see CANCELLED_UNSTARTED)
+                found.setdefault((array_id, SEEN), JobState(array_id, source="sacct"))
             for array_id, index in _tasks(parts[0]):
                 if array_id not in ids:
                     continue
@@ -57,7 +64,9 @@ def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int
                 if st.finished:
                     st.exit_code = exit_code_from_sacct(state, parts[2])
                 found[(array_id, index)] = st
-        return found
+        ids = [i for i in ids if (i, SEEN) not in found]  # too new for accounting: the queue knows
+        if not ids:
+            return found
     rc, out, _ = remote.run(f"squeue -h -r -j {','.join(ids)} -o '%i|%T|%r|%N'")
     for line in out.splitlines() if rc == 0 else []:
         parts = line.strip().split("|")
@@ -67,7 +76,7 @@ def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int
             if array_id in ids:
                 found[(array_id, index)] = JobState(f"{array_id}_{index}", state=parts[1].strip(),
                                                     reason=_clean(parts[2]), nodes=_clean(parts[3]),
-                                                    source="squeue", accounting=False)
+                                                    source="squeue", accounting=rc_sacct == 0)
     return found
 
 
@@ -129,6 +138,8 @@ def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> d
         if array is None:
             continue
         st = tasks.get((array.job_id, index))
+        if st is None and (array.job_id, SEEN) in tasks:
+            st = JobState(f"{array.job_id}_{index}", state="CANCELLED", note=CANCELLED_UNSTARTED, source="sacct")
         states[index] = st if st is not None else JobState(
             f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")
     return states
