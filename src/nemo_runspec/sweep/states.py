@@ -95,17 +95,34 @@ def point_states(rec: SweepRecord, *, strict: bool = False) -> dict[int, JobStat
     return states_of([rec], strict=strict)[rec.id]
 
 
-def states_of(records: list[SweepRecord], *, strict: bool = False) -> dict[str, dict[int, JobState]]:
-    """:func:`point_states` of several sweeps, with one query per cluster for all of them."""
+def tasks_from(raw: dict[str, JobState]) -> dict[tuple[str, int], JobState]:
+    """The array tasks among the states :func:`nemo_runspec.slurm.jobs.query_states` answered
+    (``168_3``, ``168_[4-7]``), as :func:`query_tasks` returns them."""
+    found: dict[tuple[str, int], JobState] = {}
+    for key, st in raw.items():
+        pairs = _tasks(key)
+        for array_id, _ in pairs[:1]:
+            found.setdefault((array_id, SEEN), JobState(array_id, source=st.source))
+        for array_id, index in pairs:
+            found[(array_id, index)] = JobState(**{**vars(st), "job_id": f"{array_id}_{index}"})
+    return found
+
+
+def states_of(records: list[SweepRecord], *, strict: bool = False,
+              known: dict[tuple[str, int], JobState] | None = None) -> dict[str, dict[int, JobState]]:
+    """:func:`point_states` of several sweeps, with one query per cluster for all of them
+    (none for the arrays ``known`` already answers: :func:`tasks_from`)."""
     from nemo_runspec.errors import NemoRunspecError
     from nemo_runspec.slurm import jobs as sj
 
+    tasks: dict[tuple[str, int], JobState] = dict(known or {})
     groups: dict[tuple, list[Submission]] = {}
     for rec in records:
         for array in rec.arrays:
+            if (array.job_id, SEEN) in tasks:
+                continue
             sub = submission(array)
             groups.setdefault(sj.tunnel_key(sub), []).append(sub)
-    tasks: dict[tuple[str, int], JobState] = {}
     for members in groups.values():
         try:
             remote = sj.remote_for(members[0])
@@ -138,7 +155,7 @@ def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> d
         if array is None:
             continue
         st = tasks.get((array.job_id, index))
-        if st is None and (array.job_id, SEEN) in tasks:
+        if st is None and tasks.get((array.job_id, SEEN), JobState("")).source == "sacct":
             st = JobState(f"{array.job_id}_{index}", state="CANCELLED", note=CANCELLED_UNSTARTED, source="sacct")
         states[index] = st if st is not None else JobState(
             f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")

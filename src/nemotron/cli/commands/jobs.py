@@ -102,7 +102,8 @@ def _warn_bad_lines(bad: int) -> None:
 
 
 def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
-            attempts: dict[str, list[Any]] | None = None) -> dict[tuple[str, str], JobState]:
+            attempts: dict[str, list[Any]] | None = None,
+            raw: dict[str, JobState] | None = None) -> dict[tuple[str, str], JobState]:
     """State of each job, one query per cluster. A cluster that cannot be reached is an
     error with ``strict``, else its jobs are UNREACHABLE (with a warning). ``attempts``,
     when given, is filled with the recorded attempts of resilient jobs (job dir -> list)."""
@@ -117,6 +118,8 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
             remote = sj.remote_for(members[0])
             try:
                 got = sj.query_states(remote, [s.job_id for s in members], live=live)
+                if raw is not None:  # every answer, a sweep's array tasks too (jobs_sweeps)
+                    raw.update(got)
                 if attempts is not None:
                     from nemo_runspec.slurm import attempts as sa
 
@@ -129,7 +132,8 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
             typer.echo(f"warning: {exc}", err=True)
             got = {s.job_id: sj.JobState(s.job_id, state=sj.UNREACHABLE, note=str(exc)) for s in members}
         for sub in members:
-            result[(sub.job_id, sub.job_dir)] = got[sub.job_id]
+            if sub.job_id in got:
+                result[(sub.job_id, sub.job_dir)] = got[sub.job_id]
     return result
 
 
@@ -244,7 +248,11 @@ def list_jobs(
     else:
         asked = entries
     tries: dict[str, list[Any]] = {}
-    states = _states(asked, attempts=tries) if asked else {}
+    from nemotron.cli.commands.jobs_sweeps import arrays_of, list_rows
+
+    raw: dict[str, JobState] = {}  # the sweeps' arrays go in the same query: one sacct per cluster
+    sweep_arrays = arrays_of(sweeps) if not wanted or wanted - {sj.SKIPPED} else []
+    states = _states(asked + sweep_arrays, attempts=tries, raw=raw) if asked or sweep_arrays else {}
     timed: list[tuple[str, tuple[Submission | None, JobState, str, Pipe | None]]] = []
     for sub in asked:
         st = states[_key(sub)]
@@ -257,10 +265,8 @@ def list_jobs(
             for stage in pipe.stages:
                 if stage.job_id is None:
                     timed.append((pipe.created, (None, sj.JobState("-", state=sj.SKIPPED), stage.name, pipe)))
-    if not wanted or wanted - {sj.SKIPPED}:
-        from nemotron.cli.commands.jobs_sweeps import list_rows
-
-        timed += [(when, (sub, st, "", None)) for when, sub, st in list_rows(sweeps, wanted - {sj.SKIPPED})]
+    if sweep_arrays:
+        timed += [(when, (sub, st, "", None)) for when, sub, st in list_rows(sweeps, wanted - {sj.SKIPPED}, raw)]
     timed.sort(key=lambda t: t[0], reverse=True)  # stable: ties keep the ledger's order
     rows = _group_pipes([row for _, row in timed])
     if n:

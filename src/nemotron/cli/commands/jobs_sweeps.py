@@ -47,14 +47,23 @@ def summary(states: dict[int, JobState], total: int) -> str:
     return f"{total} points: " + ", ".join(parts)
 
 
-def list_rows(records: list[SweepRecord], wanted: set[str]) -> list[tuple[str, Any, Any]]:
+def arrays_of(records: list[SweepRecord]) -> list[Submission]:
+    """The ledger entries of the sweeps' arrays (asked about with the other jobs)."""
+    from nemo_runspec.sweep.states import submission
+
+    return [submission(a) for rec in records for a in rec.arrays]
+
+
+def list_rows(records: list[SweepRecord], wanted: set[str],
+              raw: dict[str, JobState] | None = None) -> list[tuple[str, Any, Any]]:
     """``(submitted, Submission, JobState)`` rows for ``jobs list``: one per sweep, its
-    state the points' summary (one query per cluster for all the sweeps)."""
+    state the points' summary. ``raw`` is what the list's one query per cluster answered
+    (the arrays' tasks among it); arrays it did not answer are asked about here."""
     from nemo_runspec.slurm.jobs import JobState
     from nemo_runspec.slurm.ledger import Submission
-    from nemo_runspec.sweep.states import states_of
+    from nemo_runspec.sweep.states import states_of, tasks_from
 
-    all_states = states_of(records) if records else {}
+    all_states = states_of(records, known=tasks_from(raw or {})) if records else {}
     rows = []
     for rec in records:
         states = all_states.get(rec.id, {})
