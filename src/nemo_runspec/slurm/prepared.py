@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.execution.env_vars import code_env, split_env_vars
@@ -45,6 +45,10 @@ TRAIN_YAML = "/nemo_run/train.yaml"
 @dataclass
 class PreparedJob:
     """Everything needed to render or submit one Slurm job."""
+
+    #: each job file is fsynced before sbatch (a sweep's hundreds of point files are not:
+    #: they are read after sbatch, and a submission that dies removes them all)
+    durable_files: ClassVar[bool] = True
 
     name: str
     title: str

@@ -127,7 +127,7 @@ def place_files(job: PreparedJob) -> None:
         for name, text in job.files.items():
             target = Path(job.job_dir) / name
             target.parent.mkdir(parents=True, exist_ok=True)  # a sweep's points/<i>/
-            atomic_write_text(target, text)
+            atomic_write_text(target, text, fsync=job.durable_files)
         return
     subdirs = sorted({os.path.dirname(n) for n in job.files if os.path.dirname(n)})
     if subdirs:

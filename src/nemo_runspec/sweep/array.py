@@ -44,6 +44,8 @@ POINTS = "points"
 class ArrayJob(PreparedJob):
     """A :class:`PreparedJob` that runs as a Slurm array, one task per point."""
 
+    durable_files = False
+
     indices: tuple[int, ...] = ()
     array: str = ""
     sweep_id: str = ""
