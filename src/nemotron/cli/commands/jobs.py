@@ -21,6 +21,7 @@ import typer
 
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import CLIUsageError, ExecutionError, NemoRunspecError
+from nemotron.cli.commands import jobs_sweeps
 from nemotron.cli.commands.jobs_logs import follow_log, pipe_logs, print_log
 from nemotron.cli.commands.nano3.data.import_._common import (
     PlainParamsCommand,
@@ -217,11 +218,8 @@ def list_jobs(
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     pipes = load_pipes()
-    from nemo_runspec.sweep.record import load_all
-
-    sweeps = [r for r in load_all() if not recipe or _recipe_matches(
-        sj_sub(r), recipe)]  # a sweep is one entry: its arrays are not listed one by one
-    entries = [s for s in _all_entries(subs, pipes) if not s.sweep]
+    sweeps = [r for r in jobs_sweeps.sweeps_of() if not recipe or _recipe_matches(r[1], recipe)]
+    entries = [s for s in _all_entries(subs, pipes) if not s.sweep]  # a sweep is one entry, not its arrays
     if recipe:
         matching = [s for s in entries if _recipe_matches(s, recipe)]
         if not matching and entries:
@@ -248,10 +246,8 @@ def list_jobs(
     else:
         asked = entries
     tries: dict[str, list[Any]] = {}
-    from nemotron.cli.commands.jobs_sweeps import arrays_of, list_rows
-
     raw: dict[str, JobState] = {}  # the sweeps' arrays go in the same query: one sacct per cluster
-    sweep_arrays = arrays_of(sweeps) if not wanted or wanted - {sj.SKIPPED} else []
+    sweep_arrays = jobs_sweeps.arrays_of(sweeps) if not wanted or wanted - {sj.SKIPPED} else []
     states = _states(asked + sweep_arrays, attempts=tries, raw=raw) if asked or sweep_arrays else {}
     timed: list[tuple[str, tuple[Submission | None, JobState, str, Pipe | None]]] = []
     for sub in asked:
@@ -266,7 +262,7 @@ def list_jobs(
                 if stage.job_id is None:
                     timed.append((pipe.created, (None, sj.JobState("-", state=sj.SKIPPED), stage.name, pipe)))
     if sweep_arrays:
-        timed += [(when, (sub, st, "", None)) for when, sub, st in list_rows(sweeps, wanted - {sj.SKIPPED}, raw)]
+        timed += [(t, (sub, st, "", None)) for t, sub, st in jobs_sweeps.list_rows(sweeps, wanted - {sj.SKIPPED}, raw)]
     timed.sort(key=lambda t: t[0], reverse=True)  # stable: ties keep the ledger's order
     rows = _group_pipes([row for _, row in timed])
     if n:
@@ -293,13 +289,6 @@ def list_jobs(
         table = [row if len(row) == 7 else [*row, "-"] for row in table]
     _table(["JOB", "STATE", "RECIPE", "PROFILE", "SUBMITTED", "PIPE:STAGE"] + (["ATTEMPTS"] if resilient else []),
            table)
-
-
-def sj_sub(rec: Any) -> Submission:
-    """A sweep record as a ledger entry (for the --recipe filter)."""
-    from nemo_runspec.slurm.ledger import Submission
-
-    return Submission(job_id=rec.id, name=rec.id, job_dir="", recipe=rec.recipe)
 
 
 def _key(sub: Submission) -> tuple[str, str]:
@@ -376,11 +365,9 @@ def status(
         nemotron jobs status nano3-pipe-20250601-100000-a1b2
     """
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
-    from nemotron.cli.commands import jobs_sweeps
 
     if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
-        jobs_sweeps.status(*sweep, as_json)
-        return
+        return jobs_sweeps.status(*sweep, as_json)
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
@@ -519,7 +506,6 @@ def logs(
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
-    from nemotron.cli.commands import jobs_sweeps
 
     if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP:N (docs/sweeps.md)
         raise typer.Exit(jobs_sweeps.logs(*sweep, follow=follow, sbatch_log=sbatch_log))
@@ -558,11 +544,9 @@ def cancel(
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
-    from nemotron.cli.commands import jobs_sweeps
 
     if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
-        jobs_sweeps.cancel(*sweep, dry=dry_run_requested())
-        return
+        return jobs_sweeps.cancel(*sweep, dry=dry_run_requested())
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)

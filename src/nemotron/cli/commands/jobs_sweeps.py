@@ -47,14 +47,22 @@ def summary(states: dict[int, JobState], total: int) -> str:
     return f"{total} points: " + ", ".join(parts)
 
 
-def arrays_of(records: list[SweepRecord]) -> list[Submission]:
+def sweeps_of() -> list[tuple[SweepRecord, Submission]]:
+    """Every sweep record, each with a ledger entry standing for it (for ``--recipe``)."""
+    from nemo_runspec.slurm.ledger import Submission
+    from nemo_runspec.sweep.record import load_all
+
+    return [(rec, Submission(job_id=rec.id, name=rec.id, job_dir="", recipe=rec.recipe)) for rec in load_all()]
+
+
+def arrays_of(records: list[tuple[SweepRecord, Any]]) -> list[Submission]:
     """The ledger entries of the sweeps' arrays (asked about with the other jobs)."""
     from nemo_runspec.sweep.states import submission
 
-    return [submission(a) for rec in records for a in rec.arrays]
+    return [submission(a) for rec, _ in records for a in rec.arrays]
 
 
-def list_rows(records: list[SweepRecord], wanted: set[str],
+def list_rows(sweeps: list[tuple[SweepRecord, Any]], wanted: set[str],
               raw: dict[str, JobState] | None = None) -> list[tuple[str, Any, Any]]:
     """``(submitted, Submission, JobState)`` rows for ``jobs list``: one per sweep, its
     state the points' summary. ``raw`` is what the list's one query per cluster answered
@@ -63,6 +71,7 @@ def list_rows(records: list[SweepRecord], wanted: set[str],
     from nemo_runspec.slurm.ledger import Submission
     from nemo_runspec.sweep.states import states_of, tasks_from
 
+    records = [rec for rec, _ in sweeps]
     all_states = states_of(records, known=tasks_from(raw or {})) if records else {}
     rows = []
     for rec in records:
