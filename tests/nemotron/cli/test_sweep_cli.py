@@ -176,3 +176,20 @@ def test_on_slurm_one_sbatch_jobs_commands_and_resume(tmp_path):
     assert whole.returncode == 0
     nothing = _nemotron(sb, "jobs", "status", f"{sweep}:7")
     assert nothing.returncode == 2 and f"sweep {sweep} has no point '7'" in nothing.stderr
+
+
+def test_a_sweep_over_node_counts_is_one_array_per_allocation_shown_offline(tmp_path):
+    sb = _sandbox(tmp_path)
+    proc = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "run.env.nodes=1,2", "fallback.lr=0.1,0.2",
+                     "--batch", "dev", "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.count("#!/bin/bash") == 2  # each array's script once
+    assert "array 1 of 2, --array=0-1 (2 points" in out and "array 2 of 2, --array=2-3 (2 points" in out
+    first, second = out.split("array 2 of 2")
+    assert "#SBATCH --nodes=1\n" in first and "#SBATCH --nodes=2\n" in second
+    assert "0      run.env.nodes=1 fallback.lr=0.1" in first and "3      run.env.nodes=2 fallback.lr=0.2" in second
+    assert not _calls(sb, "sbatch") and not _calls(sb, "sacct")  # offline
+    outside = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "run.env.nodes=1,3", "--batch", "dev",
+                        "--dry-run")
+    assert outside.returncode == 2 and "not known to work at cpu x 3 nodes" in outside.stderr
