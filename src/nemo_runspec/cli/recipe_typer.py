@@ -193,9 +193,10 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
 
         return print_matrix(spec)
     if multirun:
+        from nemo_runspec.cli.recipe_config import parse_recipe_config
         from nemo_runspec.sweep.driver import run_sweep
 
-        return run_sweep(func, ctx, spec)
+        return run_sweep(func, ctx, spec, parse_recipe_config(ctx))
     return None
 
 

@@ -16,19 +16,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.config.sweep import Point, SweepPlan, expand
-from nemo_runspec.errors import CLIUsageError, ConfigError, ExecutionError
+from nemo_runspec.config.sweep import SweepPlan, expand
+from nemo_runspec.errors import CLIUsageError, ConfigError
+from nemo_runspec.sweep.invoke import Points
 
 if TYPE_CHECKING:
     from nemo_runspec.cli.recipe_config import RecipeConfig
-    from nemo_runspec.sweep.collect import Taken
 
 
 def config_names(spec: Any) -> list[str]:
@@ -56,55 +52,10 @@ def parallel_of(text: str | None) -> int | None:
     return int(text)
 
 
-class Points:
-    """Compiles points by running the recipe command with the point's overrides."""
-
-    def __init__(self, command: Callable[[Any], Any], ctx: Any, cfg: RecipeConfig) -> None:
-        self.command, self.ctx, self.cfg = command, ctx, cfg
-
-    @contextlib.contextmanager
-    def as_point(self, point: Point) -> Iterator[None]:
-        """The command's context made to read ``point``'s command line."""
-        root = self.ctx.find_root()
-        holder = root if _is_gctx(root.obj) else self.ctx  # where parse_recipe_config reads it
-        saved = (holder.obj, self.ctx.args)
-        holder.obj = dataclasses.replace(self.cfg.ctx, overrides=list(point.overrides), config=point.config,
-                                         passthrough=list(self.cfg.passthrough))
-        self.ctx.args = []
-        try:
-            yield
-        finally:
-            holder.obj, self.ctx.args = saved
-
-    def take(self, point: Point) -> Taken:
-        """What the command would do for ``point`` (compiled, checked, not run)."""
-        from nemo_runspec.sweep.collect import collecting
-
-        with collecting() as collector, self.as_point(point):
-            self.command(self.ctx)
-        if not collector.taken:
-            raise ExecutionError(f"{self.ctx.command_path} made no job for point {point.index}",
-                                 hint="this command does not take -m")
-        return collector.taken[-1]
-
-    def run(self, point: Point) -> int:
-        """Run the command for ``point`` as it would run on its own."""
-        with self.as_point(point):
-            return int(self.command(self.ctx) or 0)
-
-
-def _is_gctx(obj: Any) -> bool:
-    from nemo_runspec.cli.context import GlobalContext
-
-    return isinstance(obj, GlobalContext)
-
-
-def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Any) -> int:
-    """Run ``command`` (a recipe command taking the Typer context) once per point of the
-    sweep its command line describes; returns the exit code (see the module docstring)."""
-    from nemo_runspec.cli.recipe_config import parse_recipe_config
-
-    cfg = parse_recipe_config(ctx)
+def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Any, cfg: RecipeConfig) -> int:
+    """Run ``command`` (a recipe command taking the Typer context ``ctx``) once per point of
+    the sweep its command line ``cfg`` (``parse_recipe_config(ctx)``) describes; returns the
+    exit code (see the module docstring)."""
     plan = expand(cfg.overrides, config=cfg.config, config_names=config_names(spec))
     sweep_id = sweep_id_for(spec, cfg, plan)
     parallel = parallel_of(cfg.ctx.parallel)
@@ -123,20 +74,3 @@ def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Any) -> int:
     from nemo_runspec.sweep.submit import sweep_on_slurm
 
     return sweep_on_slurm(points, first, plan, sweep_id, spec, cfg, parallel=parallel)
-
-
-def points_table(plan: SweepPlan, indices: Any = None, extra: dict[int, list[str]] | None = None,
-                 header: tuple[str, ...] = ()) -> str:
-    """``POINT  OVERRIDES`` lines (only ``indices`` when given), plus ``extra`` columns."""
-    rows = [["POINT", *header, "OVERRIDES"]]
-    for p in plan.points:
-        if indices is not None and p.index not in indices:
-            continue
-        rows.append([str(p.index), *(extra or {}).get(p.index, []), p.label()])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
-
-
-def emit(record: dict[str, Any]) -> None:
-    """The one JSON line a detached sweep prints on stdout."""
-    print(json.dumps(record), flush=True, file=sys.stdout)

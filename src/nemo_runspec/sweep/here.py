@@ -10,14 +10,14 @@ from nemo_runspec.config.sweep import SweepPlan
 
 if TYPE_CHECKING:
     from nemo_runspec.cli.recipe_config import RecipeConfig
-    from nemo_runspec.sweep.driver import Points
+    from nemo_runspec.sweep.invoke import Points
 
 
 def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Any, cfg: RecipeConfig, *,
                parallel: int | None) -> int:
     """Run (or show) the points here; returns the first failing point's exit code, else 0."""
     from nemo_runspec.sweep import record as rec_mod
-    from nemo_runspec.sweep.driver import points_table
+    from nemo_runspec.sweep.invoke import point_json, points_table
     from nemo_runspec.sweep.local import run_points
 
     for point in plan.points[1:]:  # every point compiles (a bad value is found before any runs)
@@ -30,7 +30,7 @@ def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Any, cfg: R
         return 0
     fresh = rec_mod.SweepRecord(id=sweep_id, created=rec_mod.now(), recipe=spec.name, profile=cfg.profile,
                                 env_file=str(cfg.ctx.env_file) if cfg.ctx.env_file else None,
-                                points=[_point_json(p) for p in plan.points])
+                                points=[point_json(p) for p in plan.points])
     old = rec_mod.load(sweep_id)
     done = set() if cfg.ctx.no_resume or old is None else {
         int(i) for i, r in old.local.items() if r.get("exit_code") == 0}
@@ -50,10 +50,3 @@ def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Any, cfg: R
         pass  # the record exists before the first point runs
     return run_points(lambda p: points.take(p).job, sweep_id, todo, parallel=parallel,
                       log_dir=rec_mod.sweeps_dir() / sweep_id, on_done=on_done)
-
-
-def _point_json(point: Any) -> dict[str, Any]:
-    from nemo_runspec.secrets import redact_text
-
-    return {"index": point.index, "values": {k: redact_text(str(v)) for k, v in point.values.items()},
-            "overrides": [redact_text(o) for o in point.overrides]}

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from nemo_runspec.cli.recipe_config import RecipeConfig
     from nemo_runspec.sweep.array import ArrayJob
     from nemo_runspec.sweep.collect import Taken
-    from nemo_runspec.sweep.driver import Points
+    from nemo_runspec.sweep.invoke import Points
 
 #: Slurm's MaxArraySize when ``scontrol show config`` does not say (its documented default)
 SLURM_DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -82,7 +82,7 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     """Show or submit the sweep's arrays; returns the exit code."""
     from nemo_runspec.sweep import array as array_mod
     from nemo_runspec.sweep import states
-    from nemo_runspec.sweep.driver import points_table
+    from nemo_runspec.sweep.invoke import points_table
     from nemo_runspec.sweep.record import load
 
     groups = shapes(points, first, plan, sweep_id)
@@ -165,7 +165,7 @@ def _record(job: ArrayJob, sub: Any, sweep_id: str, spec: Any, cfg: RecipeConfig
     """The array in the submission ledger and in the sweep's record."""
     from nemo_runspec.slurm.ledger import append_entry, submission_of
     from nemo_runspec.sweep import record as rec_mod
-    from nemo_runspec.sweep.here import _point_json
+    from nemo_runspec.sweep.invoke import point_json
 
     first = min(job.indices)
     sub = dataclasses.replace(sub, log_path=job.log_path(first, sub.job_id),
@@ -180,7 +180,7 @@ def _record(job: ArrayJob, sub: Any, sweep_id: str, spec: Any, cfg: RecipeConfig
         job.plan.write_json(job.local_exp_dir / job.name / "packaging.json")
     fresh = rec_mod.SweepRecord(id=sweep_id, created=rec_mod.now(), recipe=spec.name, profile=cfg.profile,
                                 env_file=str(job.env_file) if job.env_file else None,
-                                points=[_point_json(p) for p in plan.points])
+                                points=[point_json(p) for p in plan.points])
     with rec_mod.updating(sweep_id, fresh) as rec:
         rec.arrays.append(rec_mod.ArrayRecord(
             job_id=sub.job_id, indices=list(job.indices), job_dir=job.job_dir, submitted_at=rec_mod.now(),
@@ -190,7 +190,7 @@ def _record(job: ArrayJob, sub: Any, sweep_id: str, spec: Any, cfg: RecipeConfig
 
 
 def _announce(subs: list[tuple[ArrayJob, Any]], plan: SweepPlan, sweep_id: str) -> None:
-    from nemo_runspec.sweep.driver import emit
+    from nemo_runspec.sweep.invoke import emit
 
     for job, sub in subs:
         print(f"Submitted sweep {sweep_id}: Slurm array job {sub.job_id} (--array={job.array}, "
