@@ -193,3 +193,7 @@ def test_a_sweep_over_node_counts_is_one_array_per_allocation_shown_offline(tmp_
     outside = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "run.env.nodes=1,3", "--batch", "dev",
                         "--dry-run")
     assert outside.returncode == 2 and "not known to work at cpu x 3 nodes" in outside.stderr
+    typo = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "train.train_iterz=1,2", "--batch", "dev", "-d")
+    assert typo.returncode == 2
+    assert typo.stderr.strip().splitlines() == [
+        "error: unknown key 'train.train_iterz' in override 'train.train_iterz=1' (did you mean 'train.train_iters'?)"]
