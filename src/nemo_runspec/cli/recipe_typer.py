@@ -196,7 +196,8 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
         from nemo_runspec.cli.recipe_config import parse_recipe_config
         from nemo_runspec.sweep.driver import run_sweep
 
-        return run_sweep(func, ctx, spec, parse_recipe_config(ctx))
+        # the command with its own arguments (`nemotron evaluate MODEL`); each point changes ctx
+        return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, parse_recipe_config(ctx))
     return None
 
 

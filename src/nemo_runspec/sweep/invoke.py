@@ -31,8 +31,9 @@ class Points:
         # where parse_recipe_config reads the GlobalContext: the root's, else the command's
         holder = root if type(root.obj) is type(self.cfg.ctx) else self.ctx
         saved = (holder.obj, self.ctx.args)
+        # multirun off: the point is one run (compile_job refuses -m anywhere else)
         holder.obj = dataclasses.replace(self.cfg.ctx, overrides=list(point.overrides), config=point.config,
-                                         passthrough=list(self.cfg.passthrough))
+                                         passthrough=list(self.cfg.passthrough), multirun=False)
         self.ctx.args = []
         try:
             yield
