@@ -197,3 +197,11 @@ def test_a_sweep_over_node_counts_is_one_array_per_allocation_shown_offline(tmp_
     assert typo.returncode == 2
     assert typo.stderr.strip().splitlines() == [
         "error: unknown key 'train.train_iterz' in override 'train.train_iterz=1' (did you mean 'train.train_iters'?)"]
+
+
+def test_commands_that_do_not_sweep_refuse_m(tmp_path):
+    sb = _sandbox(tmp_path)
+    proc = _nemotron(sb, "nano3", "pipe", "-c", "tiny", "-m", "pretrain.train.train_iters=10,20", "--dry-run")
+    assert proc.returncode == 2
+    assert "-m/--multirun does not apply here: only a recipe command sweeps" in proc.stderr
+    assert "Traceback" not in proc.stderr
