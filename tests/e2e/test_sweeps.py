@@ -116,6 +116,7 @@ def test_tiny_pretrain_sweep_is_one_array_a_failed_point_reruns_alone_and_jobs_s
     assert sorted(v.metadata["sweep"]["index"] for v in versions) == [0, 1, 2]
     assert {v.metadata["sweep"]["id"] for v in versions} == {sweep}
     assert sorted(v.metadata["sweep"]["values"]["fallback.model.n_head"] for v in versions) == ["1", "2", "4"]
+    assert all("fallback.max_steps=4" in v.metadata["sweep"]["overrides"] for v in versions)
     assert len({v.path for v in versions}) == 3  # each point published its own checkpoint
 
     rerun = _sweep_json(_nemotron(env, tmp_path, *argv))

@@ -45,9 +45,9 @@ __all__ = [
 
 
 def _sweep_point() -> dict[str, Any]:
-    """``{"sweep": {"id", "index", "values"}}`` when a sweep's point publishes (docs/sweeps.md):
-    the point's swept overrides, from ``NEMOTRON_SWEEP_*`` (``NEMOTRON_SWEEP_VALUES`` is the
-    point's ``point.json``); empty otherwise."""
+    """``{"sweep": {"id", "index", "values", "overrides"}}`` when a sweep's point publishes
+    (docs/sweeps.md): its swept values and every override, from ``NEMOTRON_SWEEP_*``
+    (``NEMOTRON_SWEEP_VALUES`` is the point's ``point.json``); empty otherwise."""
     sweep_id = os.environ.get("NEMOTRON_SWEEP_ID")
     if not sweep_id:
         return {}
@@ -55,11 +55,14 @@ def _sweep_point() -> dict[str, Any]:
 
     point: dict[str, Any] = {"id": sweep_id, "index": os.environ.get("NEMOTRON_SWEEP_INDEX")}
     try:
-        values = json.loads(os.environ.get("NEMOTRON_SWEEP_VALUES") or "{}").get("values")
-    except (ValueError, AttributeError):
-        values = None
-    if isinstance(values, dict):
-        point["values"] = values
+        data = json.loads(os.environ.get("NEMOTRON_SWEEP_VALUES") or "{}")
+    except ValueError:
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    if isinstance(data.get("values"), dict):
+        point["values"] = data["values"]  # the swept keys' values
+    if isinstance(data.get("overrides"), list):
+        point["overrides"] = data["overrides"]  # every override of the point
     if str(point["index"] or "").isdigit():
         point["index"] = int(point["index"])
     return {"sweep": point}

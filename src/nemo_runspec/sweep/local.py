@@ -25,11 +25,13 @@ from nemo_runspec.config.sweep import Point
 
 def point_env(sweep_id: str, point: Point) -> dict[str, str]:
     """What a point's job is told about its sweep (an artifact it publishes records it)."""
+    from nemo_runspec.secrets import redact_text
     from nemo_runspec.sweep.points import sweep_meta
 
     meta = sweep_meta(sweep_id, point)
     return {"NEMOTRON_SWEEP_ID": sweep_id, "NEMOTRON_SWEEP_INDEX": str(point.index),
-            "NEMOTRON_SWEEP_VALUES": json.dumps({"sweep": sweep_id, "index": point.index, "values": meta["values"]})}
+            "NEMOTRON_SWEEP_VALUES": json.dumps({"sweep": sweep_id, "index": point.index, "values": meta["values"],
+                                                 "overrides": [redact_text(o) for o in point.overrides]})}
 
 
 def run_point(compile_point: Callable[[Point], Any], sweep_id: str, point: Point) -> tuple[int, str]:
