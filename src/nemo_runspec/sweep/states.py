@@ -163,10 +163,11 @@ def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> d
 
 
 def completed(rec: SweepRecord | None, states: dict[int, JobState] | None = None) -> set[int]:
-    """The points of ``rec`` that completed (what a rerun skips)."""
+    """The points of ``rec`` that completed (what a rerun skips). A cluster that cannot be
+    asked is an error, never "nothing completed" (which would run every point again)."""
     if rec is None:
         return set()
-    states = point_states(rec) if states is None else states
+    states = point_states(rec, strict=True) if states is None else states
     return {i for i, st in states.items() if st.state == "COMPLETED"}
 
 
