@@ -189,4 +189,15 @@ def final_loss(text: str) -> str | None:
     return last
 
 
-__all__ = ["TERMINAL_STATES", "completed", "final_loss", "point_states", "query_tasks", "states_of"]
+def not_to_rerun(rec: SweepRecord | None) -> tuple[set[int], set[int]]:
+    """``(completed, still queued or running)`` points of ``rec``: a rerun submits neither
+    (the second would run twice). Unreachable cluster: an error (see :func:`completed`)."""
+    if rec is None:
+        return set(), set()
+    states = point_states(rec, strict=True)
+    live = {i for i, st in states.items() if not st.finished and st.state not in (UNKNOWN, "UNREACHABLE")}
+    return completed(rec, states), live
+
+
+__all__ = ["TERMINAL_STATES", "completed", "final_loss", "not_to_rerun", "point_states", "query_tasks",
+           "states_of"]

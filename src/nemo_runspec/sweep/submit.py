@@ -88,17 +88,19 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     groups = shapes(points, first, plan, sweep_id)
     dry = bool(first.job.dry_run)
     done: set[int] = set()
+    live: set[int] = set()
     if not dry and not cfg.ctx.no_resume:
-        done = states.completed(load(sweep_id))
+        done, live = states.not_to_rerun(load(sweep_id))
     arrays = []
     for taken, jobs in groups:
-        todo = [j for j in jobs if j.point.index not in done]
+        todo = [j for j in jobs if j.point.index not in done | live]
         if todo:
             k = parallel or taken.prepared.values.get("max_parallel")
             arrays.append(array_mod.build(taken.prepared, todo, sweep_id=sweep_id, parallel=k))
-    if done:
+    if done or live:
         left = sorted(i for a in arrays for i in a.indices)
-        print(f"[sweep {sweep_id}] {len(done)} of {len(plan.points)} points completed before; submitting "
+        waiting = f", {len(live)} still queued or running ({', '.join(map(str, sorted(live)))})" if live else ""
+        print(f"[sweep {sweep_id}] {len(done)} of {len(plan.points)} points completed before{waiting}; submitting "
               f"{len(left)} ({', '.join(map(str, left)) or 'none'}; --no-resume submits all)", file=sys.stderr)
     if not arrays:
         return 0

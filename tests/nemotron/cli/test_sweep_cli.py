@@ -168,6 +168,9 @@ def test_on_slurm_one_sbatch_jobs_commands_and_resume(tmp_path):
     assert "#SBATCH --array=1\n" in second  # only the point that did not complete
     (sb["fake"] / "sacct.out").write_text("500_0|COMPLETED|0:0|None|n1|t|t\n500_2|COMPLETED|0:0|None|n1|t|t\n"
                                           "501_[1]|PENDING|0:0|Priority|None|t|t\n")
+    queued = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,2,3", "--batch", "dev")
+    assert queued.returncode == 0 and len(_calls(sb, "sbatch")) == 2  # point 1 waits in 501: not again
+    assert "2 of 3 points completed before, 1 still queued or running (1); submitting 0" in queued.stderr
     cancel = _nemotron(sb, "jobs", "cancel", f"{sweep}:1")
     assert cancel.returncode == 0, cancel.stderr
     assert _calls(sb, "scancel") == ["scancel 501_1"]
