@@ -6,8 +6,8 @@ recipe command would have submitted) becomes an array job (:class:`ArrayJob`):
 - ``#SBATCH --array=<indices>[%K]``: the sweep's point numbers, so array task
   ``N`` is point ``N`` (``--parallel K`` caps how many run at once);
 - each point has its own dir in the job dir, ``points/<N>/``, with its
-  ``job.yaml``/``train.yaml`` (:mod:`nemo_runspec.sweep.points`), ``point.json``
-  (its swept values), its logs (``log-<job>_<array id>_<restart>.out``, the batch
+  ``train.yaml`` (:mod:`nemo_runspec.sweep.points`; ``run.sweep`` says which point),
+  ``point.json`` (its overrides and swept values), its logs (``log-<job>_<array id>_<restart>.out``, the batch
   script's ``sbatch_<job>_<array id>.out``) and, with secrets, its own 0600
   secrets file (a task deletes its file when it ends, as a single job does);
 - the script reads ``--config <job dir>/points/$SLURM_ARRAY_TASK_ID/train.yaml``
@@ -168,13 +168,16 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     job.array = array_spec(job.indices, parallel)
     job.sweep_id = sweep_id
     job.point_values = {p.point.index: dict(p.point.values) for p in points}
-    files: dict[str, str] = {}
+    # the job config of the array: its representative's (each point's differences: point.json)
+    files: dict[str, str] = {"job.yaml": rep.files["job.yaml"]} if "job.yaml" in rep.files else {}
     for p in points:
         for name, text in p.files.items():
             files[f"{POINTS}/{p.point.index}/{name}"] = text
         files[f"{POINTS}/{p.point.index}/point.json"] = json.dumps(
             {"sweep": sweep_id, "index": p.point.index, "values": _redacted(p.point.values),
-             "overrides": [_redacted_text(o) for o in p.point.overrides]}, indent=1) + "\n"
+             "overrides": [_redacted_text(o) for o in p.point.overrides],
+             "job_config": "../../job.yaml (the job this array was compiled from; this point differs in the overrides above)"},
+            indent=1) + "\n"
     job.files = files
     executor = rep.executor.clone()
     job.executor = executor

@@ -91,7 +91,8 @@ def point_data(base: Mapping[str, Any], point: Point, sweep_id: str) -> dict[str
     return data
 
 
-def render_point(data: dict[str, Any], cache: dict[Any, str] | None = None) -> dict[str, str]:
+def render_point(data: dict[str, Any], cache: dict[Any, str] | None = None,
+                 names: tuple[str, ...] = ("job.yaml", "train.yaml")) -> dict[str, str]:
     """``{"job.yaml", "train.yaml"}`` of a job config's plain data, redacted, as
     :func:`~nemo_runspec.config.jobdir.render_configs` renders a compiled job's.
 
@@ -124,7 +125,7 @@ def render_point(data: dict[str, Any], cache: dict[Any, str] | None = None) -> d
             parts.append(text)
         return "".join(parts) or "{}\n"
 
-    return {"job.yaml": dump(data), "train.yaml": dump(train)}
+    return {name: dump(data if name == "job.yaml" else train) for name in names}
 
 
 _DUMPER: Any = None
@@ -156,9 +157,11 @@ def env_split(job: CompiledJob, data: Mapping[str, Any]) -> tuple[dict[str, str]
                           wandb_section=job.sections.get("wandb"), registry=job.registry)
 
 
-def derive(job: CompiledJob, points: Sequence[Point], sweep_id: str) -> tuple[list[PointJob], list[Point]]:
+def derive(job: CompiledJob, points: Sequence[Point], sweep_id: str,
+           names: tuple[str, ...] = ("job.yaml", "train.yaml")) -> tuple[list[PointJob], list[Point]]:
     """``(point jobs, points that need a shape of their own)`` for ``points`` of the
-    representative ``job``'s shape (the representative is ``points[0]``)."""
+    representative ``job``'s shape (the representative is ``points[0]``), with the files
+    ``names`` rendered."""
     from omegaconf import OmegaConf
 
     base = OmegaConf.to_container(job.job_config, resolve=False)
@@ -172,5 +175,5 @@ def derive(job: CompiledJob, points: Sequence[Point], sweep_id: str) -> tuple[li
         if point is not points[0] and env_split(job, data) != reference:
             apart.append(point)
             continue
-        done.append(PointJob(point, render_point(data, cache)))
+        done.append(PointJob(point, render_point(data, cache, names)))
     return done, apart

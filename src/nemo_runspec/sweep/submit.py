@@ -40,7 +40,8 @@ def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list
         if taken.prepared is None:
             raise ConfigError(f"point {members[0].index} ({members[0].label()}) does not run on Slurm, "
                               "but point 0 does", hint="sweep one executor at a time")
-        done, apart = derive(taken.job, members, sweep_id)
+        # each point's train.yaml; the job.yaml of the array is its representative's (sweep.array)
+        done, apart = derive(taken.job, members, sweep_id, names=("train.yaml",))
         out.append((taken, done))
         if apart:
             queue.insert(0, apart)
