@@ -4,7 +4,7 @@
 
 Needs `scripts/slurm-cluster.sh up`. In a fresh NEMOTRON_HOME with the tiny
 pretrain data prepared here, it times (wall clock, from the command's start to its
-exit, median of ``--repeat``):
+exit, and CPU seconds of the command and its children; medians of ``--repeat``):
 
 - one submission: ``nemotron nano3 pretrain -c tiny --batch held``;
 - a sweep: ``nemotron nano3 pretrain -c tiny -m train.train_iters=range(N) --batch held``;
@@ -62,10 +62,18 @@ def sandbox() -> tuple[Path, dict[str, str], Path]:
     return work, env, log
 
 
+CPU: list[float] = []  # CPU seconds (user + sys) of each run and its children: less load-sensitive
+
+
 def run(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([str(NEMOTRON), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"nemotron {' '.join(args)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return took, proc.stdout
@@ -78,7 +86,7 @@ def calls(log: Path, name: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     work, env, log = sandbox()
     single = ["nano3", "pretrain", "-c", "tiny", "--batch", "held"]
@@ -88,14 +96,16 @@ def main() -> int:
                                  "load_1min_at_start": os.getloadavg()[0]}
     try:
         run(["nano3", "data", "prep", "pretrain", "-c", "tiny"], env, work)  # here: the tiny data artifact
-        single_s, sweep_s, sbatch_per_sweep = [], [], []
+        single_s, sweep_s, sbatch_per_sweep, single_cpu, sweep_cpu = [], [], [], [], []
         for _ in range(args.repeat):  # alternated, so a change in the machine's load hits both alike
             took, out = run(single, env, work)
             single_s.append(took)
+            single_cpu.append(CPU[-1])
             ids.append(json.loads(out.strip().splitlines()[-1])["job_id"])
             before = calls(log, "sbatch")
             took, out = run([*sweep, "--no-resume"], env, work)
             sweep_s.append(took)
+            sweep_cpu.append(CPU[-1])
             sbatch_per_sweep.append(calls(log, "sbatch") - before)
             record = json.loads(out.strip().splitlines()[-1])
             ids += [a["job_id"] for a in record["arrays"]]
@@ -106,6 +116,8 @@ def main() -> int:
             single_submission_s=statistics.median(single_s), single_submission_all_s=single_s,
             sweep_submission_s=statistics.median(sweep_s), sweep_submission_all_s=sweep_s,
             ratio=statistics.median(sweep_s) / statistics.median(single_s),
+            single_submission_cpu_s=statistics.median(single_cpu), sweep_submission_cpu_s=statistics.median(sweep_cpu),
+            cpu_ratio=statistics.median(sweep_cpu) / statistics.median(single_cpu),
             sbatch_calls_per_sweep=sbatch_per_sweep,
             jobs_list_s=list_s, jobs_list_sacct_calls=calls(log, "sacct") - before,
             jobs_list_first_line=listing.splitlines()[1] if len(listing.splitlines()) > 1 else listing,
