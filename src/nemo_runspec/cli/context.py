@@ -1,9 +1,9 @@
 """GlobalContext: the CLI state every recipe command shares.
 
 Global options (``-c/--config``, ``-r/--run``, ``-b/--batch``, ``-d/--dry-run``,
-``--force-squash``, ``--env-file``, ``--debug``, the sweep options ``-m/--multirun``,
-``--parallel N``, ``--no-resume`` and the scale-matrix ones ``--allow-untested-scale``,
-``--scales``) may appear before or after the subcommand; :func:`split_global_args` pulls them out of ``argv`` wherever they are.
+``--force-squash``, ``--env-file``, ``--debug``, the sweep options ``-m/--multirun`` and
+``--parallel N``, and the scale-matrix ones ``--allow-untested-scale``, ``--scales``) may
+appear before or after the subcommand; :func:`split_global_args` pulls them out of ``argv`` wherever they are.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class GlobalContext:
     parallel: str | None = None
     """``--parallel N``: at most N points of a sweep at once (locally: processes; Slurm: ``--array=...%N``)."""
     no_resume: bool = False
-    """``--no-resume``: run every point of a sweep again, not only those that did not complete."""
+    """``--no-resume`` after a recipe command with ``-m``: run every point of the sweep again, not
+    only those that did not complete (not a global option: ``nano3 pipe --no-resume`` is pipe's own)."""
     allow_untested_scale: bool = False
     """``--allow-untested-scale``: a scale outside the recipe's matrix is a warning, not an error."""
     scales: bool = False
@@ -82,7 +83,6 @@ _FLAG_OPTIONS: dict[str, str] = {
     "--force-squash": "force_squash",
     "--debug": "debug",
     "--multirun": "multirun",
-    "--no-resume": "no_resume",
     "--allow-untested-scale": "allow_untested_scale",
     "--scales": "scales",
 }
@@ -100,7 +100,6 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--recipe-dir DIR", "--recipe-dir", "Also make the recipe scripts under DIR commands (repeatable)"),
     ("-m, --multirun", "--multirun", "Sweep: one run per value of overrides like a=1,2 or range(..) (one Slurm array)"),
     ("--parallel N", "--parallel", "Sweep: at most N points at once (here: processes; Slurm: --array=...%N)"),
-    ("--no-resume", "--no-resume", "Sweep: run every point again, not only those that did not complete"),
     ("--allow-untested-scale", "--allow-untested-scale", "Run at a scale outside the recipe's matrix (a warning)"),
     ("--scales", "--scales", "Print the recipe's scale matrix (GPU types, nodes, precisions) and exit"),
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
@@ -286,7 +285,7 @@ def merge_late_globals(ctx: GlobalContext, late: GlobalContext) -> None:
             raise CLIUsageError(f"{option} given twice: {earlier!r} and {value!r}",
                                 hint=f"give {option} once")
         setattr(ctx, name, value)
-    for name in ("dry_run", "force_squash", "debug", "multirun", "no_resume", "allow_untested_scale", "scales"):
+    for name in ("dry_run", "force_squash", "debug", "multirun", "allow_untested_scale", "scales"):
         if getattr(late, name):
             setattr(ctx, name, True)
     ctx.recipe_dirs.extend(d for d in late.recipe_dirs if d not in ctx.recipe_dirs)

@@ -196,8 +196,14 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
         from nemo_runspec.cli.recipe_config import parse_recipe_config
         from nemo_runspec.sweep.driver import run_sweep
 
+        words = list(ctx.args)
+        end = words.index("--") if "--" in words else len(words)
+        no_resume = "--no-resume" in words[:end]  # the sweep's own option (pipe has one of its own)
+        ctx.args = [w for i, w in enumerate(words) if not (i < end and w == "--no-resume")]
+        cfg = parse_recipe_config(ctx)
+        cfg.ctx.no_resume = no_resume
         # the command with its own arguments (`nemotron evaluate MODEL`); each point changes ctx
-        return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, parse_recipe_config(ctx))
+        return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, cfg)
     return None
 
 
