@@ -208,3 +208,13 @@ def test_commands_that_do_not_sweep_refuse_m(tmp_path):
     assert proc.returncode == 2
     assert "-m/--multirun does not apply here: only a recipe command sweeps" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_sweep_options_are_global_but_no_resume_stays_the_commands():
+    from nemo_runspec.cli.context import split_global_args
+
+    gctx, rest = split_global_args(["nano3", "pipe", "-dm", "--parallel", "3", "--no-resume", "--scales",
+                                    "--allow-untested-scale", "x=1"])
+    assert (gctx.dry_run, gctx.multirun, gctx.parallel, gctx.scales, gctx.allow_untested_scale) == \
+        (True, True, "3", True, True)
+    assert rest == ["nano3", "pipe", "--no-resume", "x=1"]  # pipe's own --no-resume reaches it
