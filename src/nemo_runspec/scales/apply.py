@@ -77,7 +77,7 @@ def apply_scale(spec: Any, job_config: DictConfig, ctx: Any) -> DictConfig:
     if entry.image and str(sources.get("container_image", "runspec")).startswith("runspec"):
         data["run"].setdefault("env", {})["container_image"] = entry.image
         sources["container_image"] = f"{SOURCE} {script} scales[{entry.index}] ({cell.gpu_type})"
-    if where.gpu_type is None:
+    if where.gpu_type is None and (applied or entry.image):  # the guess changes the job: say so
         print(f"note: the profile sets no gpu_type; {spec.name} uses the {cell} cell of its scale matrix "
               "(set gpu_type in the profile to pick the cell of your GPUs)", file=sys.stderr)
     data["run"]["scale"] = {
