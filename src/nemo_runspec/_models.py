@@ -92,6 +92,8 @@ class Runspec:
     config: RunspecConfig = field(default_factory=RunspecConfig)
     resources: RunspecResources = field(default_factory=RunspecResources)
     env: Mapping[str, str] = field(default_factory=lambda: _EMPTY_ENV, hash=False)
+    #: the scale matrix, ``[[tool.runspec.scales]]`` (nemo_runspec.scales.model.ScaleEntry)
+    scales: tuple[Any, ...] = ()
     config_dir: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -121,6 +123,7 @@ class Runspec:
             "env": dict(self.env),
             "script_path": str(self.script_path),
             "config_dir": str(self.config_dir),
+            **({"scales": [e.to_dict() for e in self.scales]} if self.scales else {}),
         }
 
 

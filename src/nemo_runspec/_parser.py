@@ -47,7 +47,7 @@ _RUN, _CONFIG, _RESOURCES = RunspecRun(), RunspecConfig(), RunspecResources()
 
 # Keys allowed in each table (relative to [tool.runspec]).
 TOP_KEYS: tuple[str, ...] = (
-    "schema", "docs", "name", "image", "setup", "run", "config", "resources", "env",
+    "schema", "docs", "name", "image", "setup", "run", "config", "resources", "env", "scales",
 )
 RUN_KEYS: tuple[str, ...] = ("launch", "cmd", "workdir", "setup")
 CONFIG_KEYS: tuple[str, ...] = ("dir", "default", "format")
@@ -273,10 +273,14 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         else:
             env[var] = value
 
+    from nemo_runspec.scales.model import read_entries  # the scale matrix, section 8 of the spec
+
+    scales = read_entries(data.get("scales"), chk.fail)
     if chk.errors:
         return None, chk.errors
     spec = Runspec(name=name, script_path=Path(script_path), schema=schema, docs=docs,  # type: ignore[arg-type]
-                   image=image, setup=setup, run=run, config=config, resources=resources, env=env)
+                   image=image, setup=setup, run=run, config=config, resources=resources, env=env,
+                   scales=scales)
     return spec, []
 
 

@@ -127,6 +127,29 @@ _SCHEMA: dict[str, Any] = {
             "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
             "additionalProperties": {"type": "string"},
         },
+        "scales": {
+            "type": "array",
+            "description": "The scale matrix (spec section 8): cells of GPU type x nodes x precision "
+                           "the recipe is known to work at, with their config overrides.",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["gpu_types", "nodes", "precisions"],
+                "properties": {
+                    "configs": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "gpu_types": {"type": "array", "minItems": 1,
+                                  "items": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]*$"}},
+                    "nodes": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+                    "exact": {"type": "boolean", "default": True},
+                    "precisions": {"type": "array", "minItems": 1,
+                                   "items": {"enum": ["bf16", "fp8", "nvfp4", "mxfp8", "fp16", "fp32"]}},
+                    "gpus_per_node": {"type": "integer", "minimum": 0},
+                    "overrides": {"type": "object"},
+                    "image": {"type": "string", "minLength": 1},
+                    "note": {"type": "string", "minLength": 1},
+                },
+            },
+        },
     },
 }
 

@@ -118,6 +118,7 @@ class CompiledJob:
             passthrough=self.passthrough,
             env_file=str(self.env_file.path) if self.env_file is not None else None,
             force_squash=self.force_squash,
+            allow_untested_scale=bool((self.job_config.run.get("scale") or {}).get("untested")),
         )
 
     @cached_property
@@ -182,6 +183,9 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
 
     cfg = as_recipe_config(cfg)
     ctx = cfg.ctx
+    if getattr(ctx, "multirun", False):  # a sweep compiles its points with it off (nemo_runspec.sweep)
+        raise CLIUsageError("-m/--multirun does not apply here: only a recipe command sweeps",
+                            hint="sweep one stage: nemotron nano3 pretrain -m KEY=a,b ...")
     train_config = parse_config(ctx, spec.config_dir, spec.config.default)
     env_file = _read_env_file(ctx.env_file)
     _refuse_profile_as_argument(cfg.bare_words, env_file)
@@ -193,6 +197,9 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     sections = read_sections(env_file)
     job_config = build_job_config(train_config, ctx, spec.name, spec.script_path, cfg.argv,
                                   env_profile=profile, runspec=spec, wandb_section=sections.get("wandb"))
+    from nemo_runspec.scales.apply import apply_scale
+
+    job_config = apply_scale(spec, job_config, ctx)  # the scale matrix's cell (docs/runspec/v1/spec.md, 8)
     run = job_config.run
     from nemo_runspec.config.job_config import extract_train_config, warn_credential_shaped
 

@@ -54,6 +54,8 @@ class RunConfig:
         passthrough: arguments for the recipe script itself.
         env_file: env.toml to read (default: ``$NEMOTRON_ENV_FILE``, else the nearest).
         force_squash: accepted like ``--force-squash`` (see docs/cli.md).
+        allow_untested_scale: a scale outside the recipe's scale matrix is a warning, not
+            an error (``--allow-untested-scale``; docs/runspec/v1/spec.md section 8).
 
     :attr:`mode` is derived (``local``, ``run`` or ``batch``), so a RunConfig
     cannot say "detached" without a profile.
@@ -67,6 +69,7 @@ class RunConfig:
     passthrough: tuple[str, ...] = ()
     env_file: str | None = None
     force_squash: bool = False
+    allow_untested_scale: bool = False
 
     def __post_init__(self) -> None:
         for name in ("overrides", "passthrough"):
@@ -124,6 +127,7 @@ class RunConfig:
             passthrough=tuple(gctx.passthrough if passthrough is None else passthrough),
             env_file=gctx.env_file,
             force_squash=gctx.force_squash,
+            allow_untested_scale=gctx.allow_untested_scale,
         )
 
     def context(self, argv: Iterable[str] | None = None) -> GlobalContext:
@@ -140,6 +144,7 @@ class RunConfig:
             batch=self.profile if self.mode == "batch" else None,
             dry_run=self.dry_run,
             force_squash=self.force_squash,
+            allow_untested_scale=self.allow_untested_scale,
             env_file=self.env_file,
             overrides=list(self.overrides),
             passthrough=list(self.passthrough),
@@ -159,6 +164,8 @@ class RunConfig:
             words += ["--env-file", self.env_file]
         if self.force_squash:
             words.append("--force-squash")
+        if self.allow_untested_scale:
+            words.append("--allow-untested-scale")
         words += list(self.overrides)
         if self.passthrough:
             words += ["--", *self.passthrough]

@@ -18,6 +18,7 @@ between the places a value is shown or written.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -79,6 +80,7 @@ _VALUE_PATTERNS = (
 )
 
 
+@functools.lru_cache(maxsize=8192)  # pure, and asked for every key of every config rendered
 def is_secret_name(name: str) -> bool:
     """True when ``name`` (env var or config key) looks like it holds a credential.
 

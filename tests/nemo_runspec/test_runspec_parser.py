@@ -631,7 +631,7 @@ def test_schema_shape():
     assert schema["required"] == ["name"]
     props = schema["properties"]
     assert set(props) == {"schema", "docs", "name", "image", "setup", "run", "config",
-                          "resources", "env"}
+                          "resources", "env", "scales"}
     assert props["run"]["properties"]["launch"]["default"] == "torchrun"
     assert set(props["run"]["properties"]["launch"]["enum"]) == {"torchrun", "ray", "direct",
                                                                  "python"}

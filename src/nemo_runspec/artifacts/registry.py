@@ -44,6 +44,30 @@ __all__ = [
 ]
 
 
+def _sweep_point() -> dict[str, Any]:
+    """``{"sweep": {"id", "index", "values", "overrides"}}`` when a sweep's point publishes
+    (docs/sweeps.md): its swept values and every override, from ``NEMOTRON_SWEEP_*``
+    (``NEMOTRON_SWEEP_VALUES`` is the point's ``point.json``); empty otherwise."""
+    sweep_id = os.environ.get("NEMOTRON_SWEEP_ID")
+    if not sweep_id:
+        return {}
+    import json
+
+    point: dict[str, Any] = {"id": sweep_id, "index": os.environ.get("NEMOTRON_SWEEP_INDEX")}
+    try:
+        data = json.loads(os.environ.get("NEMOTRON_SWEEP_VALUES") or "{}")
+    except ValueError:
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    if isinstance(data.get("values"), dict):
+        point["values"] = data["values"]  # the swept keys' values
+    if isinstance(data.get("overrides"), list):
+        point["overrides"] = data["overrides"]  # every override of the point
+    if str(point["index"] or "").isdigit():
+        point["index"] = int(point["index"])
+    return {"sweep": point}
+
+
 class ArtifactRegistry:
     """Publish and resolve named, versioned artifacts.
 
@@ -93,7 +117,8 @@ class ArtifactRegistry:
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
-        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe}, aliases=aliases, copy=copy)
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **_sweep_point()},
+                                    aliases=aliases, copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
         """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""

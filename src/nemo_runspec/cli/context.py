@@ -1,8 +1,9 @@
 """GlobalContext: the CLI state every recipe command shares.
 
 Global options (``-c/--config``, ``-r/--run``, ``-b/--batch``, ``-d/--dry-run``,
-``--force-squash``, ``--env-file``, ``--debug``) may appear before or after the
-subcommand; :func:`split_global_args` pulls them out of ``argv`` wherever they are.
+``--force-squash``, ``--env-file``, ``--debug``, the sweep options ``-m/--multirun`` and
+``--parallel N``, and the scale-matrix ones ``--allow-untested-scale``, ``--scales``) may
+appear before or after the subcommand; :func:`split_global_args` pulls them out of ``argv`` wherever they are.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ class GlobalContext:
     force_squash: bool = False
     env_file: str | None = None
     debug: bool = False
+    multirun: bool = False
+    """``-m/--multirun``: overrides with several values are a sweep, one run per point (docs/sweeps.md)."""
+    parallel: str | None = None
+    """``--parallel N``: at most N points of a sweep at once (locally: processes; Slurm: ``--array=...%N``)."""
+    no_resume: bool = False
+    """``--no-resume`` after a recipe command with ``-m``: run every point of the sweep again, not
+    only those that did not complete (not a global option: ``nano3 pipe --no-resume`` is pipe's own)."""
+    allow_untested_scale: bool = False
+    """``--allow-untested-scale``: a scale outside the recipe's matrix is a warning, not an error."""
+    scales: bool = False
+    """``--scales``: print the recipe's scale matrix and exit."""
     recipe_dirs: list[str] = field(default_factory=list)
     """Directories named with ``--recipe-dir`` (repeatable): their recipe scripts become commands."""
     overrides: list[str] = field(default_factory=list)
@@ -64,14 +76,18 @@ _VALUE_OPTIONS: dict[str, tuple[str, str]] = {
     "--batch": ("batch", "a profile name"),
     "--env-file": ("env_file", "a path"),
     "--recipe-dir": ("recipe_dirs", "a directory"),
+    "--parallel": ("parallel", "a number of points"),
 }
 _FLAG_OPTIONS: dict[str, str] = {
     "--dry-run": "dry_run",
     "--force-squash": "force_squash",
     "--debug": "debug",
+    "--multirun": "multirun",
+    "--allow-untested-scale": "allow_untested_scale",
+    "--scales": "scales",
 }
 _SHORT_VALUE = {"c": "--config", "r": "--run", "b": "--batch"}
-_SHORT_FLAG = {"d": "--dry-run"}
+_SHORT_FLAG = {"d": "--dry-run", "m": "--multirun"}
 
 #: Every global option spelling, for help output and docs.
 GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
@@ -82,6 +98,10 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--force-squash", "--force-squash", "Re-import the container image into its .sqsh even if one exists (Slurm)"),
     ("--env-file PATH", "--env-file", "Use this env.toml instead of discovering one"),
     ("--recipe-dir DIR", "--recipe-dir", "Also make the recipe scripts under DIR commands (repeatable)"),
+    ("-m, --multirun", "--multirun", "Sweep: one run per value of overrides like a=1,2 or range(..) (one Slurm array)"),
+    ("--parallel N", "--parallel", "Sweep: at most N points at once (here: processes; Slurm: --array=...%N)"),
+    ("--allow-untested-scale", "--allow-untested-scale", "Run at a scale outside the recipe's matrix (a warning)"),
+    ("--scales", "--scales", "Print the recipe's scale matrix (GPU types, nodes, precisions) and exit"),
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
 )
 
@@ -255,7 +275,7 @@ def merge_late_globals(ctx: GlobalContext, late: GlobalContext) -> None:
 
     A value given both places must agree; ``--run`` with ``--batch`` is an error.
     """
-    for name in ("config", "run", "batch", "env_file"):
+    for name in ("config", "run", "batch", "env_file", "parallel"):
         value = getattr(late, name)
         if value is None:
             continue
@@ -265,7 +285,7 @@ def merge_late_globals(ctx: GlobalContext, late: GlobalContext) -> None:
             raise CLIUsageError(f"{option} given twice: {earlier!r} and {value!r}",
                                 hint=f"give {option} once")
         setattr(ctx, name, value)
-    for name in ("dry_run", "force_squash", "debug"):
+    for name in ("dry_run", "force_squash", "debug", "multirun", "allow_untested_scale", "scales"):
         if getattr(late, name):
             setattr(ctx, name, True)
     ctx.recipe_dirs.extend(d for d in late.recipe_dirs if d not in ctx.recipe_dirs)

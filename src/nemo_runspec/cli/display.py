@@ -177,7 +177,10 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     ``${art:...}`` references are shown with what they resolve to now.
     """
     from nemo_runspec.config.resolvers import describe_references
+    from nemo_runspec.sweep.collect import take
 
+    if take("dry-run", job, slurm_job):  # a sweep shows its points itself
+        return 0
     if slurm_job is None:
         from nemo_runspec.execution.local import local_preview
         from nemo_runspec.secrets import redact_text, secret_arguments

@@ -74,7 +74,9 @@ class RecipeTyper(typer.Typer):
 
         @functools.wraps(func)
         def command(*args: Any, **kwargs: Any) -> Any:
-            code = func(*args, **kwargs)
+            code = _sweep_or_scales(func, spec, args, kwargs)
+            if code is None:
+                code = func(*args, **kwargs)
             if isinstance(code, int) and not isinstance(code, bool):
                 raise typer.Exit(code)
             return code
@@ -168,6 +170,41 @@ class RecipeTyper(typer.Typer):
             context_settings=dict(RECIPE_CONTEXT_SETTINGS),
             rich_help_panel=rich_help_panel,
         )(failed)
+
+
+def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``--scales`` (print the recipe's scale matrix) or ``-m`` (a sweep) for a recipe
+    command called with its Typer context; None when neither was asked for."""
+    ctx = args[0] if args else kwargs.get("ctx")
+    root = ctx.find_root() if hasattr(ctx, "find_root") else None
+    from nemo_runspec.cli.context import GlobalContext, split_global_args
+
+    gctx = root.obj if root is not None and isinstance(root.obj, GlobalContext) else None
+    if gctx is None:
+        return None
+    late, _ = split_global_args(list(ctx.args))
+    scales, multirun = gctx.scales or late.scales, gctx.multirun or late.multirun
+    if (scales or multirun) and spec is None:
+        from nemo_runspec.errors import CLIUsageError
+
+        raise CLIUsageError(f"{ctx.command_path} takes neither -m/--multirun nor --scales (it has no runspec)")
+    if scales:
+        from nemo_runspec.scales.show import print_matrix
+
+        return print_matrix(spec)
+    if multirun:
+        from nemo_runspec.cli.recipe_config import parse_recipe_config
+        from nemo_runspec.sweep.driver import run_sweep
+
+        words = list(ctx.args)
+        end = words.index("--") if "--" in words else len(words)
+        no_resume = "--no-resume" in words[:end]  # the sweep's own option (pipe has one of its own)
+        ctx.args = [w for i, w in enumerate(words) if not (i < end and w == "--no-resume")]
+        cfg = parse_recipe_config(ctx)
+        cfg.ctx.no_resume = no_resume
+        # the command with its own arguments (`nemotron evaluate MODEL`); each point changes ctx
+        return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, cfg)
+    return None
 
 
 class LazyRecipeCommand(FastHelpCommand):

@@ -442,6 +442,11 @@ def extract_train_config(job_config: DictConfig, *, for_remote: bool = False) ->
     """
     data = OmegaConf.to_container(job_config, resolve=False)
     assert isinstance(data, dict)
+    return OmegaConf.create(train_data(data, for_remote=for_remote))
+
+
+def train_data(data: dict[str, Any], *, for_remote: bool = False) -> dict[str, Any]:
+    """:func:`extract_train_config` of a plain job-config mapping (changed in place)."""
     run = data.get("run")
     if isinstance(run, dict):
         for key in LAUNCHER_ONLY_KEYS:
@@ -458,7 +463,7 @@ def extract_train_config(job_config: DictConfig, *, for_remote: bool = False) ->
                 print(f"warning: {where} looks like a secret, so it is not written to train.yaml; "
                       "give it to the job as an environment variable (profile env_vars, or the "
                       "shell for local runs) and read it there", file=sys.stderr)
-    return OmegaConf.create(data)
+    return data
 
 
 def not_secret_values(data: Mapping[str, Any]) -> list[str]:

@@ -131,15 +131,17 @@ def staged_job_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same dir and ``os.replace``."""
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:
+    """Write ``text`` to ``path`` via a temp file in the same dir and ``os.replace``
+    (``fsync``: flushed to disk first; the rename alone already hides a half-written file)."""
     target = Path(path)
     tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -338,7 +338,12 @@ def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: s
 
     name = getattr(ctx, "config", None) or default_config
     cfg, info = load_config(name, config_dir)
-    cfg = apply_overrides(cfg, list(getattr(ctx, "overrides", None) or []))
+    overrides = list(getattr(ctx, "overrides", None) or [])
+    if not getattr(ctx, "multirun", False):  # `a=1,2` on a number without -m: say so
+        from nemo_runspec.config.sweep import refuse_unmarked_sweeps
+
+        refuse_unmarked_sweeps(lambda: OmegaConf.to_container(cfg, resolve=False), overrides)
+    cfg = apply_overrides(cfg, overrides)
     _remember(cfg, info)
     return cfg
 

@@ -27,7 +27,7 @@ _SLURM_ONLY = (
     "account", "partition", "run_partition", "batch_partition", "ntasks_per_node", "cpus_per_task",
     "mem", "time", "exclusive", "qos", "constraint", "exclude", "gres", "sbatch_options", "srun_args",
     "resilience", "profiling", "job_name_prefix", "dependency_type", "tunnel", "host", "user", "port", "identity",
-    "remote_job_dir", "squash_dir", "ray_port_base", "ray_timeout",
+    "remote_job_dir", "squash_dir", "ray_port_base", "ray_timeout", "max_array_size",
 )
 
 #: profile key -> the executors that read it (keys read by every executor are absent)

@@ -5,11 +5,9 @@ the functions that validate (``import nemo_runspec.env`` must stay cheap for
 ``nemotron --help``). The models are the single source of truth for the known
 keys: :data:`nemo_runspec.env.PROFILE_KEYS` is derived from them.
 
-Validation is strict (no "4" -> 4 coercion): a value of the wrong type is a
-mistake in env.toml and is reported, not silently converted. Errors raised by
-pydantic are turned into one-line :class:`~nemo_runspec.errors.EnvFileError`
-by :mod:`nemo_runspec.env`; cross-field checks below raise ``ValueError`` with
-a message meant for users.
+Validation is strict (no "4" -> 4 coercion): a wrong type is reported, not converted.
+pydantic's errors become one-line :class:`~nemo_runspec.errors.EnvFileError` objects
+(:mod:`nemo_runspec.env`); cross-field checks raise ``ValueError`` meant for users.
 """
 
 from __future__ import annotations
@@ -197,13 +195,17 @@ class EnvProfileModel(BaseModel):
     job_dir: str | None = None
     # where container images are squashed once into .sqsh files (nemo_runspec.squash)
     squash_dir: str | None = None
-    # Ray (exported to the Ray template as NEMOTRON_RAY_PORT_BASE / NEMOTRON_RAY_TIMEOUT;
-    # ray_timeout = seconds to wait for all Ray nodes to join)
+    # Ray (the template's NEMOTRON_RAY_PORT_BASE / NEMOTRON_RAY_TIMEOUT: seconds for all nodes to join)
     ray_port_base: int | None = Field(default=None, ge=1024, le=65000)
     ray_timeout: int | None = Field(default=None, ge=1)
-    # local execution
-    local_nproc: int | None = Field(default=None, ge=1)
-    # the reference's keys: dry_run = true makes every command a dry run; detach = true makes --run detach
+    local_nproc: int | None = Field(default=None, ge=1)  # local execution
+    # scale matrix (nemo_runspec.scales) and sweeps (docs/sweeps.md)
+    gpu_type: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    precision: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    max_array_size: int | None = Field(default=None, ge=1)
+    max_parallel: int | None = Field(default=None, ge=1)
+    # how recipe commands treat the profile (the reference's keys): dry_run = true makes every
+    # command using it a dry run; detach = true makes --run submit detached, as --batch does
     dry_run: bool | None = None
     detach: bool | None = None
     # nemo-run's other executors (env.executor_keys says which executor reads which key;

@@ -62,6 +62,9 @@ def _fix_remote_job_dir(prepared: BackendJob) -> None:
 def run_job(job: CompiledJob) -> int:
     """Package, prepare and show or start ``job`` (the body recipe commands call for these executors)."""
     from nemo_runspec import packaging
+    from nemo_runspec.sweep.collect import take
 
+    if take("other", job):  # a sweep says it cannot run on this executor
+        return 0
     prepared = prepare(job, *packaging.build_packager(job))
     return show(job, prepared) if job.dry_run else submit(prepared)

@@ -249,14 +249,20 @@ def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()
     return " ".join(shlex.quote(c) if c != "<job dir>/train.yaml" else c for c in cmd)
 
 
-def run_local(job: CompiledJob, *, extra_env: Mapping[str, str] | None = None) -> int:
+def run_local(job: CompiledJob, *, extra_env: Mapping[str, str] | None = None,
+              job_config: Any = None, job_dir: str | os.PathLike[str] | None = None) -> int:
     """Run the compiled ``job`` here (:func:`execute_local`); return its exit code.
 
     The script learns which env.toml the command used (``NEMOTRON_ENV_FILE``), so
     what it publishes lands in the same artifact registry the CLI resolved;
-    ``extra_env`` is added (a pipeline stage's key and id).
+    ``extra_env`` is added (a pipeline stage's key and id). ``job_config`` and
+    ``job_dir`` replace the job's own (a sweep's point: its ``run.sweep``, its dir).
     """
+    from nemo_runspec.sweep.collect import take
+
+    if take("local", job):  # a sweep runs its points itself
+        return 0
     extra = {"NEMOTRON_ENV_FILE": str(job.env_file.path)} if job.env_file is not None else {}
-    return execute_local(job.runspec, job.job_config, passthrough=job.passthrough,
-                         extra_env={**extra, **(extra_env or {})})
+    return execute_local(job.runspec, job.job_config if job_config is None else job_config,
+                         passthrough=job.passthrough, job_dir=job_dir, extra_env={**extra, **(extra_env or {})})
 

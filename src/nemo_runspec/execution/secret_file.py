@@ -85,7 +85,7 @@ def upload_secret_file(transport: Any, remote_path: str, secrets: Mapping[str, A
                              f"(exit {rc}): {err or 'no message'}")
 
 
-def source_snippet(remote_path: str) -> str:
+def source_snippet(remote_path: str, *, shell_word: str | None = None) -> str:
     """Shell line for the sbatch setup: source the file with tracing off; delete it at exit.
 
     The file is removed when the batch script ends (``trap ... EXIT``), except
@@ -94,8 +94,10 @@ def source_snippet(remote_path: str) -> str:
     it again. A job Slurm requeues after a node failure is killed without running
     the trap, so its file survives too. The shell's ``-v``/``-x`` flags are
     restored afterwards (nemo-run's template traces; ours does not).
+    ``shell_word`` is the path as a shell word when it must expand there (a sweep's
+    per-point file, ``.../points/"$SLURM_ARRAY_TASK_ID"/...``); it is used as given.
     """
-    q = shlex.quote(remote_path)
+    q = shell_word or shlex.quote(remote_path)
     return (
         "{ _nemotron_flags=$-; set +vx; } 2>/dev/null; "
         f"if [ -f {q} ]; then set -a; . {q}; set +a; "

@@ -130,7 +130,8 @@ def _sacct(remote: Remote, ids: list[str]) -> dict[str, JobState] | None:
     found: dict[str, JobState] = {}
     for line in out.splitlines():
         parts = line.split("|")
-        if len(parts) < 7 or parts[0] not in ids:
+        # an array's tasks (168_3, 168_[4-7]) are kept under their own ids (nemo_runspec.sweep.states)
+        if len(parts) < 7 or (parts[0] not in ids and parts[0].split("_", 1)[0] not in ids):
             continue
         state = (parts[1].split() or [UNKNOWN])[0]
         st = JobState(parts[0], state=state, raw_exit=parts[2], reason=_clean(parts[3]),
@@ -155,7 +156,7 @@ def _squeue(remote: Remote, ids: list[str]) -> dict[str, JobState]:
     found: dict[str, JobState] = {}
     for line in out.splitlines() if rc == 0 else []:
         parts = line.strip().split("|")
-        if len(parts) < 4 or parts[0] not in ids:
+        if len(parts) < 4 or (parts[0] not in ids and parts[0].split("_", 1)[0] not in ids):
             continue
         found[parts[0]] = JobState(parts[0], state=parts[1].strip(), reason=_clean(parts[2]),
                                    nodes=_clean(parts[3]), source="squeue")
@@ -177,7 +178,8 @@ def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) 
             sacct_works = False
             break
         states.update(got)
-    ask = [j for j in ids if j not in states or (live and not states[j].finished)]
+    arrays = {k.split("_", 1)[0] for k in states if "_" in k}  # answered through their tasks
+    ask = [j for j in ids if j not in arrays and (j not in states or (live and not states[j].finished))]
     for chunk in _chunks(ask):
         for job_id, st in _squeue(remote, chunk).items():
             old = states.get(job_id)
@@ -187,12 +189,14 @@ def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) 
             if old is not None:  # squeue is current: keep sacct's times
                 st.start, st.end, st.raw_exit = old.start, old.end, old.raw_exit
             states[job_id] = st
+    arrays |= {k.split("_", 1)[0] for k in states if "_" in k}
     for job_id in ids:
-        if job_id not in states:
+        if job_id not in states and job_id not in arrays:
             note = ("not in the queue, and sacct does not know it yet" if sacct_works
                     else "not in the queue any more, and there is no sacct (Slurm accounting) to say how it ended")
             states[job_id] = JobState(job_id, note=note)
-        states[job_id].accounting = sacct_works
+        if job_id in states:
+            states[job_id].accounting = sacct_works
     return states
 
 

@@ -105,6 +105,8 @@ class Submission:
     submitted_at: str = ""
     pipe: str | None = None
     squash_job_id: str | None = None
+    #: the sweep this array job belongs to (``$NEMOTRON_HOME/sweeps/<id>.json``; docs/sweeps.md)
+    sweep: str | None = None
 
     @property
     def exp_id(self) -> str | None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.execution.env_vars import code_env, split_env_vars
@@ -45,6 +45,10 @@ TRAIN_YAML = "/nemo_run/train.yaml"
 @dataclass
 class PreparedJob:
     """Everything needed to render or submit one Slurm job."""
+
+    #: each job file is fsynced before sbatch (a sweep's hundreds of point files are not:
+    #: they are read after sbatch, and a submission that dies removes them all)
+    durable_files: ClassVar[bool] = True
 
     name: str
     title: str
@@ -76,6 +80,8 @@ class PreparedJob:
     """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.git_mounts)."""
     git_dir: str | None = None
     """Where they are cloned on the cluster (``[cache] git_dir``, else ``<job root>/git-cache``)."""
+    compiled: Any = None
+    """The :class:`~nemo_runspec.job.CompiledJob` this was prepared from (None for explicit parts)."""
 
     @property
     def attached(self) -> bool:
@@ -121,6 +127,10 @@ class PreparedJob:
     def secret_path(self) -> str | None:
         """Path of the secrets file on the cluster (None without secrets)."""
         return os.path.join(self.job_dir, SECRET_FILE_NAME) if self.secrets else None
+
+    def secret_paths(self) -> list[str]:
+        """Every secrets file the job reads (one; a sweep's array has one per point)."""
+        return [self.secret_path] if self.secret_path else []
 
     @property
     def job_name(self) -> str:
@@ -239,7 +249,7 @@ def prepare_job(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
         secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
-        mode=mode, **_origin(job, env, runspec),
+        mode=mode, compiled=job, **_origin(job, env, runspec),
     )
     image = container_image(values, runspec)
     if values.get("executor") == "slurm":

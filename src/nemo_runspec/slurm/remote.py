@@ -108,10 +108,12 @@ def place_secrets(job: PreparedJob) -> None:
     if not job.secrets:
         return
     if job.tunnel_kind == "local":
-        write_secret_file(job.secret_path, job.secrets)  # type: ignore[arg-type]
+        for path in job.secret_paths():
+            write_secret_file(path, job.secrets)
         return
     with ssh_session(job, mkdir_mode="700") as session:
-        upload_secret_file(session.client.get_transport(), job.secret_path, job.secrets)  # type: ignore[arg-type]
+        for path in job.secret_paths():
+            upload_secret_file(session.client.get_transport(), path, job.secrets)
 
 
 def place_files(job: PreparedJob) -> None:
@@ -123,8 +125,13 @@ def place_files(job: PreparedJob) -> None:
 
         os.makedirs(job.job_dir, exist_ok=True)
         for name, text in job.files.items():
-            atomic_write_text(Path(job.job_dir) / name, text)
+            target = Path(job.job_dir) / name
+            target.parent.mkdir(parents=True, exist_ok=True)  # a sweep's points/<i>/
+            atomic_write_text(target, text, fsync=job.durable_files)
         return
+    subdirs = sorted({os.path.dirname(n) for n in job.files if os.path.dirname(n)})
+    if subdirs:
+        make_remote_dir(job, *(os.path.join(job.job_dir, d) for d in subdirs))
     with sftp_session(job) as sftp:
         for name, text in job.files.items():
             with sftp.open(os.path.join(job.job_dir, name), "w") as f:
@@ -136,18 +143,20 @@ def remove_secrets(job: PreparedJob) -> None:
     if not job.secrets:
         return
     if job.tunnel_kind == "local":
-        with contextlib.suppress(OSError):
-            os.unlink(job.secret_path)  # type: ignore[arg-type]
+        for path in job.secret_paths():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
     else:
         with contextlib.suppress(Exception):
-            Remote(job).run(f"rm -f {shlex.quote(job.secret_path)}")
+            Remote(job).run("rm -f " + " ".join(shlex.quote(p) for p in job.secret_paths()))
 
 
-def make_remote_dir(job: PreparedJob, path: str) -> None:
-    """``mkdir -p path`` where the job runs."""
+def make_remote_dir(job: PreparedJob, *paths: str) -> None:
+    """``mkdir -p paths`` where the job runs (one command over SSH)."""
     if job.tunnel_kind == "local":
-        os.makedirs(path, exist_ok=True)
+        for path in paths:
+            os.makedirs(path, exist_ok=True)
         return
-    rc, _, err = Remote(job).run(f"mkdir -p {shlex.quote(path)}")
+    rc, _, err = Remote(job).run("mkdir -p " + " ".join(shlex.quote(p) for p in paths))
     if rc != 0:
-        raise ExecutionError(f"could not create {path} on {job.values.get('host')}: {err.strip()}")
+        raise ExecutionError(f"could not create {', '.join(paths)} on {job.values.get('host')}: {err.strip()}")

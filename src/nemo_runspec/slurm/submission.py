@@ -347,6 +347,11 @@ def submit(
     ``packaging.json`` in the local experiment dir once Slurm accepted the job,
     and the job is recorded in the submission ledger (:mod:`nemo_runspec.slurm.ledger`).
     """
+    from nemo_runspec.sweep.collect import take
+
+    if take("slurm", job.compiled, job):  # a sweep compiling one of its points submits them itself
+        return SubmittedJob(job_id="", job_dir=job.job_dir, log_path="", sbatch_log_path="",
+                            sbatch_path=job.sbatch_path, name=job.name, prepared=job)
     from rich.console import Console
 
     console = console or Console(stderr=True)

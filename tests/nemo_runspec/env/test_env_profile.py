@@ -171,7 +171,8 @@ def test_profile_keys_cover_spec():
         "job_name_prefix srun_args sbatch_options packager packager_include_pattern "
         "packager_relative_path packager_subpath packagers check_uncommitted include_submodules tunnel host user "
         "port identity remote_job_dir job_dir workdir squash_dir dependency_type ray_port_base ray_timeout "
-        "local_nproc dry_run detach secret_env_vars public_env_vars resilience git_mounts profiling"
+        "local_nproc dry_run detach secret_env_vars public_env_vars resilience git_mounts profiling "
+        "gpu_type precision max_array_size max_parallel"
     ).split()
     from nemo_runspec.env.executor_keys import EXECUTOR_KEY_USERS, OTHER_EXECUTORS
 

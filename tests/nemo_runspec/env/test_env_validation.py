@@ -132,6 +132,10 @@ def test_valid_full_profile_all_keys(tmp_path):
         ray_port_base = 20000
         ray_timeout = 600
         local_nproc = 2
+        gpu_type = "h100"
+        precision = "bf16"
+        max_array_size = 1001
+        max_parallel = 4
         dry_run = false
         detach = true
         packager_include_pattern = ["src/**/*.py"]

@@ -21,6 +21,7 @@ import typer
 
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import CLIUsageError, ExecutionError, NemoRunspecError
+from nemotron.cli.commands import jobs_sweeps
 from nemotron.cli.commands.jobs_logs import follow_log, pipe_logs, print_log
 from nemotron.cli.commands.nano3.data.import_._common import (
     PlainParamsCommand,
@@ -102,7 +103,8 @@ def _warn_bad_lines(bad: int) -> None:
 
 
 def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
-            attempts: dict[str, list[Any]] | None = None) -> dict[tuple[str, str], JobState]:
+            attempts: dict[str, list[Any]] | None = None,
+            raw: dict[str, JobState] | None = None) -> dict[tuple[str, str], JobState]:
     """State of each job, one query per cluster. A cluster that cannot be reached is an
     error with ``strict``, else its jobs are UNREACHABLE (with a warning). ``attempts``,
     when given, is filled with the recorded attempts of resilient jobs (job dir -> list)."""
@@ -117,6 +119,8 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
             remote = sj.remote_for(members[0])
             try:
                 got = sj.query_states(remote, [s.job_id for s in members], live=live)
+                if raw is not None:  # every answer, a sweep's array tasks too (jobs_sweeps)
+                    raw.update(got)
                 if attempts is not None:
                     from nemo_runspec.slurm import attempts as sa
 
@@ -129,7 +133,8 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
             typer.echo(f"warning: {exc}", err=True)
             got = {s.job_id: sj.JobState(s.job_id, state=sj.UNREACHABLE, note=str(exc)) for s in members}
         for sub in members:
-            result[(sub.job_id, sub.job_dir)] = got[sub.job_id]
+            if sub.job_id in got:
+                result[(sub.job_id, sub.job_dir)] = got[sub.job_id]
     return result
 
 
@@ -213,7 +218,8 @@ def list_jobs(
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     pipes = load_pipes()
-    entries = _all_entries(subs, pipes)
+    sweeps = [r for r in jobs_sweeps.sweeps_of() if not recipe or _recipe_matches(r[1], recipe)]
+    entries = [s for s in _all_entries(subs, pipes) if not s.sweep]  # a sweep is one entry, not its arrays
     if recipe:
         matching = [s for s in entries if _recipe_matches(s, recipe)]
         if not matching and entries:
@@ -221,7 +227,7 @@ def list_jobs(
             raise CLIUsageError(f"no recorded job of recipe {recipe!r}",
                                 hint=did_you_mean(recipe, recorded, listing=True))
         entries = matching
-    if not entries and not pipes:
+    if not entries and not pipes and not sweeps:
         if as_json:
             _out("[]")
         else:
@@ -240,7 +246,9 @@ def list_jobs(
     else:
         asked = entries
     tries: dict[str, list[Any]] = {}
-    states = _states(asked, attempts=tries) if asked else {}
+    raw: dict[str, JobState] = {}  # the sweeps' arrays go in the same query: one sacct per cluster
+    sweep_arrays = jobs_sweeps.arrays_of(sweeps) if not wanted or wanted - {sj.SKIPPED} else []
+    states = _states(asked + sweep_arrays, attempts=tries, raw=raw) if asked or sweep_arrays else {}
     timed: list[tuple[str, tuple[Submission | None, JobState, str, Pipe | None]]] = []
     for sub in asked:
         st = states[_key(sub)]
@@ -253,6 +261,8 @@ def list_jobs(
             for stage in pipe.stages:
                 if stage.job_id is None:
                     timed.append((pipe.created, (None, sj.JobState("-", state=sj.SKIPPED), stage.name, pipe)))
+    if sweep_arrays:
+        timed += [(t, (sub, st, "", None)) for t, sub, st in jobs_sweeps.list_rows(sweeps, wanted - {sj.SKIPPED}, raw)]
     timed.sort(key=lambda t: t[0], reverse=True)  # stable: ties keep the ledger's order
     rows = _group_pipes([row for _, row in timed])
     if n:
@@ -356,6 +366,8 @@ def status(
     """
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
+        return jobs_sweeps.status(*sweep, as_json)
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
@@ -495,6 +507,8 @@ def logs(
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP:N (docs/sweeps.md)
+        raise typer.Exit(jobs_sweeps.logs(*sweep, follow=follow, sbatch_log=sbatch_log))
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)
@@ -531,6 +545,8 @@ def cancel(
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
 
+    if (sweep := jobs_sweeps.resolve(ref)) is not None:  # SWEEP or SWEEP:N (docs/sweeps.md)
+        return jobs_sweeps.cancel(*sweep, dry=dry_run_requested())
     subs, bad = read_ledger()
     _warn_bad_lines(bad)
     found = find(ref, submissions=subs)

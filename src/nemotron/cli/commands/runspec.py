@@ -200,6 +200,14 @@ def validate(
         seen.add(real)
         checked += 1
         errors = collect_errors(path)
+        if not errors:  # the scale matrix against the configs it names (docs/runspec/v1/spec.md, 8)
+            from nemo_runspec import parse
+            from nemo_runspec.scales.check import check_against_configs
+
+            try:
+                errors = check_against_configs(parse(path))
+            except NemoRunspecError as exc:
+                errors = [exc]
         if errors:
             invalid += 1
             for exc in errors:
@@ -207,6 +215,26 @@ def validate(
     typer.echo(f"{checked} files checked, {invalid} invalid")
     if invalid:
         raise typer.Exit(1)
+
+
+@app.command(cls=PlainParamsCommand)
+def scales(
+    script: Annotated[Path, typer.Argument(help="Recipe script with a '# /// script' block.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the matrix as JSON.")] = False,
+) -> None:
+    r"""Print SCRIPT's scale matrix: the GPU types, node counts and precisions it is known to work at.
+
+    Each row is one \[\[tool.runspec.scales]] entry with the config overrides it applies
+    (docs/runspec/v1/spec.md, section 8). `nemotron nano3 pretrain --scales` prints the same.
+    """
+    from nemo_runspec import parse
+    from nemo_runspec.scales.show import print_matrix
+
+    try:
+        spec = parse(script)
+    except NemoRunspecError as exc:
+        _fail(exc)
+    print_matrix(spec, as_json=as_json)
 
 
 @app.command(cls=PlainParamsCommand)

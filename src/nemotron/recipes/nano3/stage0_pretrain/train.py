@@ -16,6 +16,48 @@
 # [tool.runspec.resources]
 # nodes = 1
 # gpus_per_node = 8
+#
+# # Scale matrix (docs/runspec/v1/spec.md section 8; sources: docs/sweeps.md, "The nano3 matrices").
+# # Full-size config: Megatron-Bridge v0.6.0's own recipes, recipes/nemotronh/h100/nemotron_3_nano.py
+# # (one 8-GPU H100 node: TP1 PP1 EP8, micro batch 1, bf16) and gb200/nemotron_3_nano.py (8 GB200
+# # GPUs = 2 nodes of 4: TP1 PP1 EP8, micro batch 2, bf16); several nodes: its
+# # examples/models/nemotron/nemotron_3/nano/slurm_pretrain.sh (4 nodes x 8 GPUs, TP4 PP1 EP8 SP).
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["h100"]
+# nodes = [1]
+# precisions = ["bf16"]
+# gpus_per_node = 8
+# note = "Megatron-Bridge v0.6.0 nemotron_3_nano_pretrain_8gpu_h100_bf16_config"
+# overrides = { "model.tensor_model_parallel_size" = 1, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = false, "train.micro_batch_size" = 1 }
+#
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["h100"]
+# nodes = [2, 4]
+# precisions = ["bf16"]
+# gpus_per_node = 8
+# note = "Megatron-Bridge v0.6.0 examples/models/nemotron/nemotron_3/nano/slurm_pretrain.sh"
+# overrides = { "model.tensor_model_parallel_size" = 4, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = true, "train.micro_batch_size" = 1 }
+#
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["gb200"]
+# nodes = [2]
+# precisions = ["bf16"]
+# gpus_per_node = 4
+# note = "Megatron-Bridge v0.6.0 nemotron_3_nano_pretrain_8gpu_gb200_bf16_config"
+# overrides = { "model.tensor_model_parallel_size" = 1, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = false, "train.micro_batch_size" = 2 }
+#
+# # The tiny config: the CPU fallback trainer (fp32), on CPU nodes (gpus_per_node = 0), one node or
+# # a power of two of them (its DDP runs across nodes).
+# [[tool.runspec.scales]]
+# configs = ["tiny"]
+# gpu_types = ["cpu"]
+# nodes = [1, 2]
+# exact = false
+# precisions = ["fp32"]
+# note = "the CPU fallback trainer (docs/training.md), tested on the local two-node cluster"
 # ///
 """nano3/pretrain: Megatron-Bridge pretraining of Nemotron 3 Nano.
 

@@ -16,6 +16,39 @@
 # [tool.runspec.resources]
 # nodes = 1
 # gpus_per_node = 8
+#
+# # Scale matrix (docs/runspec/v1/spec.md section 8; sources: docs/sweeps.md, "The nano3 matrices").
+# # Full-size config: Megatron-Bridge v0.6.0's own recipes, recipes/nemotronh/h100/nemotron_3_nano.py
+# # (one 8-GPU H100 node: TP1 PP1 EP8, micro batch 1, bf16) and gb200/nemotron_3_nano.py (8 GB200
+# # GPUs = 2 nodes of 4: TP1 PP1 EP8, micro batch 2, bf16); several nodes: its
+# # examples/models/nemotron/nemotron_3/nano/slurm_sft.sh (2 nodes x 8 GPUs, TP4 PP1 EP8 SP).
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["h100"]
+# nodes = [1]
+# precisions = ["bf16"]
+# gpus_per_node = 8
+# note = "Megatron-Bridge v0.6.0 recipes/nemotronh/h100/nemotron_3_nano.py (finetune model)"
+# overrides = { "model.tensor_model_parallel_size" = 1, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = false, "train.micro_batch_size" = 1 }
+#
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["h100"]
+# nodes = [2]
+# precisions = ["bf16"]
+# gpus_per_node = 8
+# note = "Megatron-Bridge v0.6.0 examples/models/nemotron/nemotron_3/nano/slurm_sft.sh"
+# overrides = { "model.tensor_model_parallel_size" = 4, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = true, "train.micro_batch_size" = 1 }
+#
+# # The tiny config: the CPU fallback trainer (fp32), on CPU nodes (gpus_per_node = 0), one node or
+# # a power of two of them (its DDP runs across nodes).
+# [[tool.runspec.scales]]
+# configs = ["tiny"]
+# gpu_types = ["cpu"]
+# nodes = [1, 2]
+# exact = false
+# precisions = ["fp32"]
+# note = "the CPU fallback trainer (docs/training.md), tested on the local two-node cluster"
 # ///
 """nano3/sft: Megatron-Bridge supervised fine-tuning of Nemotron 3 Nano.
 

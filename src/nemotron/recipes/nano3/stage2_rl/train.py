@@ -16,6 +16,26 @@
 # [tool.runspec.resources]
 # nodes = 1
 # gpus_per_node = 8
+#
+# # Scale matrix (docs/runspec/v1/spec.md section 8; sources: docs/sweeps.md, "The nano3 matrices").
+# # Full-size config: NeMo-RL v0.7.0's GRPO recipes for Nemotron 3 Nano 30B-A3B,
+# # examples/configs/recipes/llm/grpo-nanov3-30BA3B-2n8g-megatron*.yaml (2 nodes x 8 GPUs, bf16).
+# [[tool.runspec.scales]]
+# configs = ["default"]
+# gpu_types = ["h100"]
+# nodes = [2]
+# precisions = ["bf16"]
+# gpus_per_node = 8
+# note = "NeMo-RL v0.7.0 grpo-nanov3-30BA3B-2n8g-megatron.yaml"
+#
+# # The tiny config: the CPU smoke stage (fp32) on CPU nodes (gpus_per_node = 0).
+# [[tool.runspec.scales]]
+# configs = ["tiny"]
+# gpu_types = ["cpu"]
+# nodes = [1, 2]
+# exact = false
+# precisions = ["fp32"]
+# note = "the CPU fallback (docs/training.md), tested on the local two-node cluster"
 # ///
 """nano3/rl: NeMo-RL GRPO training of Nemotron 3 Nano.
 

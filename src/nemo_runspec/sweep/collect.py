@@ -1,0 +1,61 @@
+"""Take a recipe command's last step instead of running it, while a sweep compiles a point.
+
+A sweep runs the recipe command itself for one point of each allocation shape
+(:mod:`nemo_runspec.sweep.driver`), so every command's own checks apply (the
+data-prep schema, eval's image plan). The command ends by running the job
+here, showing it or submitting it; inside :func:`collecting` those calls
+(:func:`~nemo_runspec.execution.run_local`, :func:`~nemo_runspec.cli.display.show_dry_run`,
+:func:`~nemo_runspec.slurm.submit`, the other executors' ``run_job``) hand their
+job to :func:`take` and return at once, and the sweep decides what to do with it.
+
+This module imports nothing, so the hooks cost nothing outside a sweep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Taken:
+    """One step a command was about to take: ``kind`` is ``local`` (run here),
+    ``dry-run`` (show), ``slurm`` (submit) or ``other`` (another executor)."""
+
+    kind: str
+    job: Any = None
+    prepared: Any = None
+
+
+@dataclass
+class Collector:
+    """What the commands run inside :func:`collecting` were about to do, in order."""
+
+    taken: list[Taken] = field(default_factory=list)
+
+
+_ACTIVE: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("nemotron_sweep", default=None)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[Collector]:
+    """Inside the block, :func:`take` records instead of letting the caller act."""
+    collector = Collector()
+    token = _ACTIVE.set(collector)
+    try:
+        yield collector
+    finally:
+        _ACTIVE.reset(token)
+
+
+def take(kind: str, job: Any = None, prepared: Any = None) -> bool:
+    """Record the step when a sweep is collecting (the caller then returns without
+    acting) and return True; outside a sweep return False."""
+    collector = _ACTIVE.get()
+    if collector is None:
+        return False
+    collector.taken.append(Taken(kind, job, prepared))
+    return True

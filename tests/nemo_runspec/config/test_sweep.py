@@ -1,0 +1,118 @@
+"""Hydra's sweep grammar (config/sweep_grammar.py) and the expansion of a command line
+into points (config/sweep.py); the values expected are Hydra's documented meaning."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemo_runspec.config.sweep import expand, refuse_unmarked_sweeps
+from nemo_runspec.config.sweep_grammar import is_sweep, parse_sweep
+from nemo_runspec.errors import ConfigError
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("1,2,3", ["1", "2", "3"]),
+    (" 1 , 2 ", ["1", "2"]),
+    ("choice(a, b)", ["a", "b"]),
+    ("choice('a,b', c)", ["'a,b'", "c"]),
+    ("'a,b',c", ["'a,b'", "c"]),
+    ("range(3)", ["0", "1", "2"]),
+    ("range(1,10,3)", ["1", "4", "7"]),
+    ("range(10,0,-4)", ["10", "6", "2"]),
+    ("range(start=2,stop=4)", ["2", "3"]),
+    ("range(0,1,0.25)", ["0.0", "0.25", "0.5", "0.75"]),
+    ("[1,2],[3,4]", ["[1,2]", "[3,4]"]),
+    ("sort(3,1,2)", ["1", "2", "3"]),
+    ("sort(3,10,2,reverse=true)", ["10", "3", "2"]),
+    ("sort(range(3))", ["0", "1", "2"]),
+    ("a\\,b,c", ['"a,b"', "c"]),
+    ("{a: 1},{a: 2}", ["{a: 1}", "{a: 2}"]),
+])
+def test_sweep_values(text, values):
+    sweep = parse_sweep(text, where="t")
+    assert sweep is not None and list(sweep.values) == values
+    assert is_sweep(text)
+
+
+@pytest.mark.parametrize("text", ["1", "'a,b'", '"a,b"', "a\\,b", "[1,2]", "{a: 1, b: 2}", "${x,y}",
+                                  "${oc.env:X,default}", "x", "", "path/a=b"])
+def test_single_values_are_not_sweeps(text):
+    assert parse_sweep(text, where="t") is None
+    assert not is_sweep(text)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("range(1,1)", "range() is empty"),
+    ("range(0,5,0)", "step must not be 0"),
+    ("range(a,5)", "must be a number"),
+    ("range()", "1 to 3 numbers"),
+    ("range(1,2,3,4)", "1 to 3 numbers"),
+    ("range(stepp=1,stop=2)", "no argument 'stepp'"),
+    ("choice()", "choice() of nothing"),
+    ("interval(0,1)", "interval() is not supported"),
+    ("shuffle(1,2)", "shuffle() is not supported"),
+    ("1,,2", "an empty value"),
+    ("1,'a", "unclosed quote"),
+    ("1,[2", "unclosed '['"),
+])
+def test_malformed_sweeps_are_one_line_errors(text, words):
+    with pytest.raises(ConfigError) as err:
+        parse_sweep(text, where=f"override 'k={text}'")
+    assert words in str(err.value)
+    assert f"override 'k={text}'" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_points_are_the_product_first_override_slowest():
+    plan = expand(["a=1,2", "b=x", "+c=range(2)"])
+    assert [p.overrides for p in plan.points] == [
+        ("a=1", "b=x", "+c=0"), ("a=1", "b=x", "+c=1"), ("a=2", "b=x", "+c=0"), ("a=2", "b=x", "+c=1")]
+    assert [p.index for p in plan.points] == [0, 1, 2, 3]
+    assert plan.points[3].values == {"a": "2", "c": "1"}
+    assert plan.keys == ("a", "c")
+
+
+def test_config_sweep_and_glob_over_config_names():
+    plan = expand(["x=1,2"], config="glob(t*)", config_names=["default", "test", "tiny"])
+    assert [(p.config, p.overrides) for p in plan.points] == [
+        ("test", ("x=1",)), ("test", ("x=2",)), ("tiny", ("x=1",)), ("tiny", ("x=2",))]
+    plan = expand(["x=1"], config="glob(include=[*], exclude=tiny)", config_names=["default", "tiny"])
+    assert [p.config for p in plan.points] == ["default"]
+    with pytest.raises(ConfigError, match="matches no config"):
+        expand(["x=1,2"], config="glob(nothing*)", config_names=["default"])
+
+
+def test_glob_on_a_key_is_refused():
+    with pytest.raises(ConfigError, match="glob\\(\\) chooses among named options"):
+        expand(["model=glob(*)"])
+
+
+def test_the_same_command_gives_the_same_key_and_another_command_another():
+    a = expand(["a=1,2", "b=3"]).key("nano3/pretrain", "dev")
+    assert a == expand(["a=1,2", "b=3"]).key("nano3/pretrain", "dev")
+    assert a != expand(["a=1,2", "b=4"]).key("nano3/pretrain", "dev")
+    assert a != expand(["a=1,2", "b=3"]).key("nano3/pretrain", "prod")
+
+
+@pytest.mark.parametrize(("overrides", "words"), [
+    (["x=1"], "no override is a sweep"),
+    (["a=1,2", "a=3,4"], "a is swept twice"),
+    (["a=1,2,1"], "lists 1 twice"),
+    (["~a=1,2"], "cannot sweep a deletion"),
+])
+def test_bad_sweeps(overrides, words):
+    with pytest.raises(ConfigError, match=words):
+        expand(overrides)
+
+
+def test_without_multirun_a_sweep_on_a_number_suggests_m_and_text_stays_text():
+    data = {"train": {"train_iters": 20, "flag": True, "name": "x"}}
+    with pytest.raises(ConfigError) as err:
+        refuse_unmarked_sweeps(lambda: data, ["train.train_iters=10,20"])
+    assert "add -m/--multirun" in str(err.value) and "train.train_iters=10" in str(err.value)
+    with pytest.raises(ConfigError, match="the bool train.flag"):
+        refuse_unmarked_sweeps(lambda: data, ["train.flag=choice(true,false)"])
+    refuse_unmarked_sweeps(lambda: data, ["train.name=a,b", "train.train_iters=5"])  # no error
+    calls = []
+    refuse_unmarked_sweeps(lambda: calls.append(1), ["train.train_iters=5", "x=[1,2]"])
+    assert calls == []  # the config is not even looked at without a sweep-shaped value

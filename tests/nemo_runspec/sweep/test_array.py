@@ -1,0 +1,118 @@
+"""The array job of a sweep (sweep/array.py): the script the dry run shows is the one
+submitted, byte for byte; every point has its own dir, config, logs and 0600 secrets
+file; the batch shell (not a quote) turns $SLURM_ARRAY_TASK_ID into the point's path."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nemo_runspec import packaging, parse, slurm
+from nemo_runspec.config.sweep import expand
+from nemo_runspec.errors import ConfigError
+from nemo_runspec.job import compile_job
+from nemo_runspec.run import RunConfig
+from nemo_runspec.slurm.submission import submit_detached
+from nemo_runspec.sweep.array import array_spec, build
+from nemo_runspec.sweep.points import derive
+from nemo_runspec.sweep.submit import check_array_size
+from nemotron.recipes import RECIPES_DIR
+
+from .conftest import SECRET
+
+CASES = {  # launch kind -> (script, sweep)
+    "torchrun": ("nano3/stage0_pretrain/train.py", ["train.train_iters=5,6,7"]),
+    "ray": ("nano3/stage0_pretrain/data_prep.py", ["sample=10,20"]),
+    "direct": ("nano3/eval/eval.py", ["evaluation.tasks.1.max_new_tokens=4,8"]),
+}
+
+
+def _array(kind: str, profile: str, parallel: int | None = None):
+    script, overrides = CASES[kind]
+    spec = parse(RECIPES_DIR / script)
+    plan = expand(overrides)
+    job = compile_job(spec, RunConfig(profile=profile, detach=True, config="tiny",
+                                      overrides=plan.points[0].overrides), check_artifacts=False)
+    prepared = slurm.prepare_job(job, *packaging.build_packager(job))
+    points, apart = derive(job, plan.points, "sw-test")
+    assert not apart
+    return build(prepared, points, sweep_id="sw-test", parallel=parallel), plan
+
+
+@pytest.mark.parametrize("profile", ["dev", "box"])
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_the_dry_run_script_is_the_submitted_script(sandbox, kind, profile):
+    job, plan = _array(kind, profile, parallel=2)
+    shown = slurm.render_sbatch(job)
+    sub = submit_detached(job, announce=False)
+    assert sub.job_id == "4242"
+    submitted = (job.local_exp_dir / f"{job.name}_sbatch.sh").read_text()
+    assert submitted == shown
+    n = len(plan.points)
+    assert f"#SBATCH --array=0-{n - 1}%2\n" in shown
+    argv = sandbox["sbatch_log"].read_text().splitlines()
+    assert argv == [f"--requeue --parsable {job.local_exp_dir}/{job.name}_sbatch.sh"]  # one sbatch
+    assert SECRET not in shown
+    for i in range(n):
+        point = Path(job.job_dir) / "points" / str(i)
+        train = (point / "train.yaml").read_text()
+        assert json.loads((point / "point.json").read_text())["index"] == i
+        assert f"sweep:\n    id: sw-test\n    index: {i}\n" in train
+        secrets = point / ".nemotron-secrets.env"
+        assert stat.S_IMODE(secrets.stat().st_mode) == 0o600 and SECRET in secrets.read_text()
+    assert not (Path(job.job_dir) / ".nemotron-secrets.env").exists()  # no shared copy
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_the_batch_shell_expands_each_task_to_its_point(sandbox, kind):
+    job, plan = _array(kind, "dev")
+    text = slurm.render_sbatch(job)
+    config = f"{job.job_dir}/points/${{SLURM_ARRAY_TASK_ID}}/train.yaml"
+    assert f"--config {config}" in text and f"'{config}'" not in text  # a shell word, not quoted
+    # what bash makes of the line for task 1: the point's own config
+    line = next(ln for ln in text.splitlines() if f"--config {config}" in ln)
+    word = line.split("--config ", 1)[1].split()[0]
+    out = subprocess.run(["bash", "-c", f"echo {word}"], env={"SLURM_ARRAY_TASK_ID": "1", "PATH": os.environ["PATH"]},
+                         capture_output=True, text=True).stdout.strip()
+    assert out == f"{job.job_dir}/points/1/train.yaml"
+    # each task sources (and deletes) its own secrets file
+    word = re.search(r"NEMOTRON_SECRETS_FILE=(\S+);", text).group(1)
+    out = subprocess.run(["bash", "-c", f"echo {word}"], env={"SLURM_ARRAY_TASK_ID": "2", "PATH": os.environ["PATH"]},
+                         capture_output=True, text=True).stdout.strip()
+    assert out == f"{job.job_dir}/points/2/.nemotron-secrets.env"
+    if kind == "ray":  # each task's Ray cluster files apart
+        assert "export CLUSTER_DIR=" + f"{job.job_dir}/ray/task-$SLURM_ARRAY_TASK_ID" in text
+
+
+def test_a_single_ray_job_keeps_its_cluster_dir(sandbox):
+    spec = parse(RECIPES_DIR / "nano3/stage0_pretrain/data_prep.py")
+    job = compile_job(spec, RunConfig(profile="dev", detach=True, config="tiny"), check_artifacts=False)
+    text = slurm.render_sbatch(slurm.prepare_job(job, *packaging.build_packager(job)))
+    assert "task-$SLURM_ARRAY_TASK_ID" not in text and "--array" not in text
+
+
+@pytest.mark.parametrize(("indices", "parallel", "spec"), [
+    ([0, 1, 2, 3], None, "0-3"), ([3], None, "3"), ([0, 2, 3, 4, 7], 2, "0,2-4,7%2"), ([5, 1], None, "1,5"),
+])
+def test_array_spec(indices, parallel, spec):
+    assert array_spec(indices, parallel) == spec
+
+
+def test_more_points_than_max_array_size_is_one_line(sandbox, monkeypatch):
+    job, plan = _array("torchrun", "dev")
+    monkeypatch.setenv("FAKE_MAX_ARRAY", "2")  # the cluster's scontrol says MaxArraySize = 2
+    with pytest.raises(ConfigError) as err:
+        check_array_size([job], offline=False)
+    assert "3 points, more than one Slurm array takes (the cluster's MaxArraySize is 2" in str(err.value)
+    check_array_size([job], offline=True)  # offline (a dry run) the cluster is not asked
+    job.values = {**job.values, "max_array_size": 3}
+    check_array_size([job], offline=True)  # the profile's key, 3: indices 0..2 fit
+    job.values = {**job.values, "max_array_size": 2}
+    with pytest.raises(ConfigError, match="the profile's max_array_size is 2"):
+        check_array_size([job], offline=True)
