@@ -182,7 +182,7 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
 
     cfg = as_recipe_config(cfg)
     ctx = cfg.ctx
-    train_config = parse_config(ctx, spec.config_dir, spec.config.default)
+    train_config = parse_config(ctx, spec.config_dir, spec.config.default, empty_without_dir=not spec.config.declared)
     env_file = _read_env_file(ctx.env_file)
     _refuse_profile_as_argument(cfg.bare_words, env_file)
     profile = None

@@ -282,11 +282,11 @@ def exception_line(exc: BaseException) -> str:
 
 
 def shell_function() -> str:
-    """A bash function ``nemotron_outcome OK EXIT_CODE MESSAGE [RECIPE]`` that prints the
+    """A bash function ``emit_outcome OK EXIT_CODE MESSAGE [RECIPE]`` that prints the
     outcome line (``OK`` is ``true`` or ``false``), for jobs whose last word is a shell
     script's (the image squash, the Ray template's own failures). It writes the keys
     this module writes; ``figures`` stays empty."""
-    return r'''nemotron_outcome() {  # OK EXIT_CODE MESSAGE [RECIPE]: the outcome line (nemo_runspec.outcome)
+    return r'''emit_outcome() {  # OK EXIT_CODE MESSAGE [RECIPE]: the outcome line (nemo_runspec.outcome)
   local s=$3 r=null a=null
   s=${s//\\/\\\\}; s=${s//\"/\\\"}; s=$(printf '%s' "$s" | tr '\000-\037' ' ')
   if [[ -n "${4:-}" ]]; then r="\"$4\""; fi
