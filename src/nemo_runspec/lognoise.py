@@ -161,17 +161,22 @@ class StreamFilter:
     whole (a partial line waits for its end or :meth:`close`)."""
 
     def __init__(self, *, note: str = "") -> None:
+        import codecs
+
         from nemo_runspec.outcome import parse_line
 
         self._parse = parse_line
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self._folded = 0
         self._after_success = False
         self.note = note
         self.total = 0
 
-    def feed(self, text: str) -> str:
-        """What to print of ``text`` (appended to what came before)."""
+    def feed(self, chunk: bytes | str) -> str:
+        """What to print of ``chunk`` (appended to what came before; bytes are UTF-8, a
+        character cut between two chunks is decoded whole)."""
+        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
         data = self._pending + text
         lines = data.split("\n")
         self._pending = lines.pop()
@@ -179,7 +184,7 @@ class StreamFilter:
 
     def close(self) -> str:
         """The rest: a partial last line, and the note of a block still open."""
-        rest, self._pending = self._pending, ""
+        rest, self._pending = self._pending + self._decoder.decode(b"", final=True), ""
         out = self._line(rest) if rest else ""
         return out + self._flush_note()
 

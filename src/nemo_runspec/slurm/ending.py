@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from nemo_runspec.lognoise import Folded, fold, last_error
@@ -152,7 +152,8 @@ def read_ending(remote: Any, job: EndedJob, *, state: str, exit_code: int | None
     failed = not (state == "COMPLETED" and not exit_code)
     batch_lines = read_tail(remote, job.sbatch_log_path) if separate and (failed or outcome is None) else []
     if outcome is None:
-        ending.outcome = derive(state, exit_code, job_lines + batch_lines)
+        recipe = getattr(job, "recipe", None) or getattr(getattr(job, "prepared", None), "recipe", None)
+        ending.outcome = replace(derive(state, exit_code, job_lines + batch_lines), recipe=recipe)
     if not failed and ending.outcome.ok:
         return ending
     script = read_tail(remote, job.sbatch_path) if batch_lines and not debug else []
@@ -179,36 +180,57 @@ def _tail(folded: Folded) -> list[str]:
     return tail
 
 
+def state_line(ending: Ending) -> str:
+    """``job 62: FAILED (exit code 15; rank 1 exited 2)``, and who said the outcome when the
+    job did not."""
+    outcome = ending.outcome
+    code = "" if ending.exit_code is None else f"exit code {ending.exit_code}"
+    if outcome.source == "job" and ending.exit_code is not None and outcome.exit_code != ending.exit_code:
+        who = f"rank {outcome.rank}" if outcome.rank is not None else "the job"
+        code += f"; {who} exited {outcome.exit_code}"  # a launcher's own code (torchrun, srun) differs
+    code = f" ({code})" if code else ""
+    note = source_note(outcome)
+    return f"job {ending.job_id}: {ending.state}{code}" + (f"; {note}" if note else "")
+
+
+def source_note(outcome: Outcome) -> str:
+    """Who said ``outcome`` when the job did not ("" when it did)."""
+    return {"slurm": "the line above is Slurm's, the job wrote no outcome line",
+            "log": "the job wrote no outcome line: the line above is the last error in its log"}.get(outcome.source, "")
+
+
+def detail_lines(ending: Ending, *, secrets: Sequence[str] = (), tail: bool = True) -> list[str]:
+    """What follows the state line: for a job that did not succeed the tails of its logs
+    (with ``tail``) and what was folded out of them; then the log paths."""
+    from nemo_runspec.secrets import redact_text
+
+    out: list[str] = []
+    good = ending.outcome.ok and ending.succeeded
+    if tail and not good:
+        for label, lines in (("log", ending.job_tail), ("batch log", ending.batch_tail)):
+            if lines:
+                out.append(f"  last lines of the {label}:")
+                out.extend(f"  | {redact_text(line, list(secrets))}" for line in lines)
+        if ending.folded:
+            counts = ", ".join(f"{n} line{'s' if n != 1 else ''} of {kind}" for kind, n in ending.folded.items())
+            out.append(f"  (folded: {counts}; --debug shows them, the logs hold everything)")
+    if ending.log_path:
+        out.append(f"  log:       {ending.log_path}")
+    if not good and ending.sbatch_log_path and ending.sbatch_log_path != ending.log_path:
+        out.append(f"  batch log: {ending.sbatch_log_path}")
+    return out
+
+
 def print_ending(ending: Ending, console: Any, *, secrets: Sequence[str] = (), tail: bool = True) -> None:
-    """Print ``ending``: the outcome line, Slurm's state and exit code, then for a job that
-    did not succeed the tails of its logs (``tail``), the folded noise and the log paths.
-    Values in ``secrets`` are masked in the log lines."""
+    """Print ``ending`` on a rich ``console``: the outcome line, then :func:`state_line`, then
+    :func:`detail_lines`. Values in ``secrets`` are masked."""
     from rich.markup import escape
 
     from nemo_runspec.secrets import redact_text
 
-    outcome = ending.outcome
-    good = outcome.ok and ending.succeeded
-    style = "green" if good else "red"
-    console.print(f"[{style}]{escape(redact_text(outcome.message, list(secrets)))}[/]", soft_wrap=True,
+    style = "green" if ending.outcome.ok and ending.succeeded else "red"
+    console.print(f"[{style}]{escape(redact_text(ending.outcome.message, list(secrets)))}[/]", soft_wrap=True,
                   highlight=False)
-    code = "" if ending.exit_code is None else f" (exit code {ending.exit_code})"
-    where = {"slurm": "; the line above is Slurm's, the job wrote no outcome line",
-             "log": "; the job wrote no outcome line: the line above is the last error in its log"}
-    console.print(f"[{style}]job {ending.job_id}: {escape(ending.state)}{code}{where.get(outcome.source, '')}[/]",
-                  soft_wrap=True, highlight=False)
-    if tail and not good:
-        for label, lines in (("log", ending.job_tail), ("batch log", ending.batch_tail)):
-            if not lines:
-                continue
-            console.print(f"  last lines of the {label}:", highlight=False, markup=False)
-            for line in lines:
-                console.print(f"  | {redact_text(line, list(secrets))}", soft_wrap=True, highlight=False, markup=False)
-        if ending.folded:
-            counts = ", ".join(f"{n} line{'s' if n != 1 else ''} of {kind}" for kind, n in ending.folded.items())
-            console.print(f"  (folded: {counts}; --debug shows them, the logs hold everything)",
-                          soft_wrap=True, highlight=False, markup=False)
-    if ending.log_path:
-        console.print(f"  log:       {ending.log_path}", soft_wrap=True, highlight=False, markup=False)
-    if not good and ending.sbatch_log_path and ending.sbatch_log_path != ending.log_path:
-        console.print(f"  batch log: {ending.sbatch_log_path}", soft_wrap=True, highlight=False, markup=False)
+    console.print(f"[{style}]{escape(state_line(ending))}[/]", soft_wrap=True, highlight=False)
+    for line in detail_lines(ending, secrets=secrets, tail=tail):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)

@@ -169,8 +169,7 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         data = remote.read_from(sub.log_path, offset)
         if data:
             offset += len(data)
-            text = data.decode(errors="replace")
-            out.write(noise.feed(text) if noise is not None else text)
+            out.write(noise.feed(data) if noise is not None else data.decode(errors="replace"))
             out.flush()
 
     while True:
