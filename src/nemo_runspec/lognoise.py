@@ -27,8 +27,8 @@ SHELL = "shell tracing"
 TORCHRUN = "torchrun's failure report"
 TEARDOWN = "torch.distributed connection messages"
 
-#: torchrun's tee (``[default0]:``), torch's excepthook (``[rank0]:``), ``srun --label`` (``0: ``)
-_PREFIX = re.compile(r"^(?:\[[A-Za-z_]*\d+\]:|\d+: )+")
+#: torchrun's tee (``[default0]:``), torch's excepthook (``[rank0]: ``), ``srun --label`` (``0: ``)
+_PREFIX = re.compile(r"^(?:\[rank\d+\]: ?|\[[A-Za-z_]*\d+\]:|\d+: )+")
 #: bash's xtrace (``+ cmd``, ``++ cmd`` in a substitution)
 _XTRACE = re.compile(r"^\++ ")
 #: nemo-run's template reports the step's code in the batch log; the summary says it anyway

@@ -53,7 +53,7 @@ MARKER = "nemotron-outcome: "
 VERSION = 1
 
 # Launchers' line prefixes: torchrun's "[default0]:", torch's "[rank0]:", srun --label's "0: ".
-_PREFIXES = r"(?:\[[A-Za-z_]*\d+\]:|\d+: )*"
+_PREFIXES = r"(?:\[rank\d+\]: ?|\[[A-Za-z_]*\d+\]:|\d+: )*"
 _LINE = re.compile("^" + _PREFIXES + re.escape(MARKER) + r"(\{.*\})\s*$")
 
 
