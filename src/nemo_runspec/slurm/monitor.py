@@ -107,9 +107,16 @@ def follow(
 
 
 def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, lines: int = 12) -> None:
-    """The last ``lines`` lines of the log at ``path``, the job's secrets masked."""
-    tail = remote.read_from(path, 0).decode(errors="replace").splitlines()[-lines:]
+    """The outcome line's message of the log at ``path`` (nemo_runspec.outcome), then its
+    last ``lines`` other lines, the job's secrets masked."""
+    from nemo_runspec.outcome import find_all, pick
+
+    text = remote.read_from(path, 0).decode(errors="replace").splitlines()
     secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
+    said = pick(find_all(text))
+    if said is not None:
+        console.print(f"  {redact_text(said.message, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
+    tail = [line for line in text if not find_all([line])][-lines:]
     for line in tail:
         console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
 
