@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nemo_runspec.lognoise import Folded, fold, last_error
@@ -30,8 +30,9 @@ from nemo_runspec.outcome import Outcome, find_all, one_line, pick
 
 #: How much of the end of a log is read (the outcome line is among the last lines a job writes).
 READ_BYTES = 256 * 1024
-#: Lines of each log shown under a failed job.
+#: Lines of each log shown under a failed job (with ``--debug``, unfolded).
 TAIL_LINES = 8
+DEBUG_TAIL_LINES = 40
 
 #: Why Slurm ended a job, for a job that could not say it itself.
 SLURM_REASONS = {
@@ -120,7 +121,7 @@ def latest_attempt_log(remote: Any, log_path: str | None) -> str | None:
     return f"{prefix}{max(attempts)}.out" if attempts else log_path
 
 
-def derive(state: str, exit_code: int | None, lines: Sequence[str]) -> Outcome:
+def derive(state: str, exit_code: int | None, lines: Sequence[str], *, recipe: str | None = None) -> Outcome:
     """The outcome of a job that wrote no outcome line: Slurm's own message for a job
     Slurm ended (``*** JOB 12 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***``), else the
     job's last error line (:func:`nemo_runspec.lognoise.last_error`), else its exit code."""
@@ -132,11 +133,12 @@ def derive(state: str, exit_code: int | None, lines: Sequence[str]) -> Outcome:
         message = (jobs or said or [SLURM_REASONS[state]])[-1]
         if message != SLURM_REASONS[state]:
             message = f"{SLURM_REASONS[state]}: {message}"
-        return Outcome(ok=False, exit_code=code, message=message, source="slurm")
+        return Outcome(ok=False, exit_code=code, message=message, recipe=recipe, source="slurm")
     error = None if ok else last_error(lines)
     if error is not None:
-        return Outcome(ok=False, exit_code=code, message=one_line(error), source="log")
-    return Outcome(ok=ok, exit_code=code, message="done" if ok else f"exit code {code}", source="exit code")
+        return Outcome(ok=False, exit_code=code, message=one_line(error), recipe=recipe, source="log")
+    return Outcome(ok=ok, exit_code=code, message="done" if ok else f"exit code {code}", recipe=recipe,
+                   source="exit code")
 
 
 def read_ending(remote: Any, job: EndedJob, *, state: str, exit_code: int | None,
@@ -145,22 +147,22 @@ def read_ending(remote: Any, job: EndedJob, *, state: str, exit_code: int | None
     docstring). ``state`` and ``exit_code`` are Slurm's final word on it."""
     log_path = latest_attempt_log(remote, job.log_path)
     job_lines = read_tail(remote, log_path)
-    outcome = pick(find_all(job_lines))
-    ending = Ending(job_id=str(job.job_id), state=state, exit_code=exit_code, outcome=outcome,  # type: ignore[arg-type]
-                    log_path=log_path, sbatch_log_path=job.sbatch_log_path)
+    said = pick(find_all(job_lines))
     separate = bool(job.sbatch_log_path) and job.sbatch_log_path != job.log_path
     failed = not (state == "COMPLETED" and not exit_code)
-    batch_lines = read_tail(remote, job.sbatch_log_path) if separate and (failed or outcome is None) else []
-    if outcome is None:
+    batch_lines = read_tail(remote, job.sbatch_log_path) if separate and (failed or said is None) else []
+    if said is None:
         recipe = getattr(job, "recipe", None) or getattr(getattr(job, "prepared", None), "recipe", None)
-        ending.outcome = replace(derive(state, exit_code, job_lines + batch_lines), recipe=recipe)
-    if not failed and ending.outcome.ok:
+        said = derive(state, exit_code, job_lines + batch_lines, recipe=recipe)
+    ending = Ending(job_id=str(job.job_id), state=state, exit_code=exit_code, outcome=said,
+                    log_path=log_path, sbatch_log_path=job.sbatch_log_path)
+    if not failed and said.ok:
         return ending
-    script = read_tail(remote, job.sbatch_path) if batch_lines and not debug else []
     own = [line for line in job_lines if not find_all([line])]
     if debug:
-        ending.job_tail, ending.batch_tail = own[-TAIL_LINES:], batch_lines[-TAIL_LINES:]
+        ending.job_tail, ending.batch_tail = own[-DEBUG_TAIL_LINES:], batch_lines[-DEBUG_TAIL_LINES:]
         return ending
+    script = read_tail(remote, job.sbatch_path) if batch_lines else []
     job_fold, batch_fold = fold(own), fold(batch_lines, script_lines=script)
     ending.job_tail = _tail(job_fold)
     ending.batch_tail = _tail(batch_fold)
