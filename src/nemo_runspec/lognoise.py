@@ -41,7 +41,9 @@ _FRAME = re.compile(r"^(?:frame #\d+: |Exception raised from \S.* \(most recent 
 _BANNER = re.compile(r"^(?:={20,}|\*{20,})$")
 _TRACEBACK = "Traceback (most recent call last):"
 _OWN_ERROR = re.compile(r"^(?:error|ERROR|fatal|FATAL)(?:: |:$)")
-_SLURM_ERROR = re.compile(r"^(?:slurmstepd(?:-\S+)?|srun|sbatch|pyxis|enroot)(?:: \S+)*: (?:error|ERROR)\b|^slurmstepd\S*: error: \*\*\*")
+#: what Slurm's tools and pyxis/enroot say of a failure: ``srun: error: n2: task 1: Exited ...``,
+#: ``slurmstepd-n1: error: *** JOB 12 ON n1 CANCELLED AT ... ***``, ``pyxis: ... error``
+_SLURM_ERROR = re.compile(r"^(?:slurmstepd(?:-\S+)?|srun|sbatch|pyxis|enroot)(?:: \S+)*: (?:error|ERROR)\b")
 
 
 def strip_prefix(line: str) -> str:

@@ -22,7 +22,8 @@ all-reduce whose answer is known, and checks its node: GPU visibility, free GPU
 and host memory, that the job dir and every configured path is readable and
 writable, and that required environment variables are present (their values are
 never printed). Rank 0 gathers every report, prints a per-node table, writes
-``preflight.json`` and everyone exits non-zero if anything failed.
+``preflight.json`` and everyone exits non-zero if anything failed. The verdict
+ends with the outcome line (``nemotron-outcome: {...}``, docs/execution.md).
 
 Exit codes: 0 when every check passed on every rank; 1 on *every* rank when any
 check failed anywhere (a check that raises is a failure of its rank, not a
