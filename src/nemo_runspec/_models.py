@@ -55,6 +55,9 @@ class RunspecConfig:
     dir: str = "./config"
     default: str = "default"
     format: str = "omegaconf"
+    #: True when the runspec names its configs (``config.dir`` or ``config.default``). A
+    #: script that names none and has no ``./config`` dir runs with an empty config.
+    declared: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-serialisable)."""

@@ -248,6 +248,7 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         dir=chk.string(cfg_t, "dir", "config.dir", _CONFIG.dir),  # type: ignore[arg-type]
         default=chk.string(cfg_t, "default", "config.default", _CONFIG.default),  # type: ignore[arg-type]
         format=chk.string(cfg_t, "format", "config.format", _CONFIG.format),  # type: ignore[arg-type]
+        declared="dir" in cfg_t or "default" in cfg_t,
     )
 
     res_t = chk.table(data, "resources")

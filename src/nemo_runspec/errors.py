@@ -12,6 +12,7 @@ with ``--debug`` or ``NEMOTRON_DEBUG=1``.
 
 from __future__ import annotations
 
+import os
 from os import PathLike
 
 
@@ -88,6 +89,21 @@ class SubmissionError(ExecutionError):
 
 class PackagingError(ExecutionError):
     """Code could not be packaged (e.g. uncommitted changes with the git packager)."""
+
+
+_debug = False
+
+
+def set_debug(on: bool) -> None:
+    """Whether this command runs with ``--debug`` (the CLI sets it from its arguments)."""
+    global _debug
+    _debug = bool(on)
+
+
+def debug_enabled() -> bool:
+    """True with ``--debug`` (:func:`set_debug`) or ``NEMOTRON_DEBUG=1``: tracebacks are
+    shown and summaries fold nothing away."""
+    return _debug or os.environ.get("NEMOTRON_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def raised_inside(exc: BaseException) -> NemoRunspecError | None:

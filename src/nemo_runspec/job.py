@@ -186,7 +186,7 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     if getattr(ctx, "multirun", False):  # a sweep compiles its points with it off (nemo_runspec.sweep)
         raise CLIUsageError("-m/--multirun does not apply here: only a recipe command sweeps",
                             hint="sweep one stage: nemotron nano3 pretrain -m KEY=a,b ...")
-    train_config = parse_config(ctx, spec.config_dir, spec.config.default)
+    train_config = parse_config(ctx, spec.config_dir, spec.config.default, empty_without_dir=not spec.config.declared)
     env_file = _read_env_file(ctx.env_file)
     _refuse_profile_as_argument(cfg.bare_words, env_file)
     profile = None

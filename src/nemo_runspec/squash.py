@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemo_runspec.errors import ConfigError, SubmissionError
+from nemo_runspec.outcome import shell_function
 
 ENROOT_SCHEMES = ("docker://", "dockerd://", "podman://")
 DIR_SCHEME = "dir://"
@@ -93,20 +94,26 @@ def plan_squash(values: Mapping[str, Any], image: str | None, *, force: bool = F
         "#SBATCH --time=01:00:00",
         f"#SBATCH --output={log}",
     ]
+    # The log ends with the outcome line (nemo_runspec.outcome): on failure, the import's own last line.
     body = f"""set -euo pipefail
+{shell_function()}
 # Import {image} once into {path} (nemotron kit squash; nemo_runspec.squash).
 target={q(path)}
+log={q(log)}
 mkdir -p "$(dirname "$target")"
 if [[ -s "$target" && "{'1' if force else '0'}" != 1 ]]; then
   echo "already squashed: $target"
+  emit_outcome true 0 "already squashed: $target"
   exit 0
 fi
 tmp="$target.$SLURM_JOB_ID.tmp"
-trap 'rm -f "$tmp"' EXIT
+trap 'rc=$?; rm -f "$tmp"; if (( rc != 0 )); then emit_outcome false "$rc" "error: importing {image} failed: $(grep -v "^ *$" "$log" 2>/dev/null | tail -n 1)"; fi' EXIT
 echo "squashing {image} -> $target on $(hostname)"
 {import_command(image, '$tmp').replace(q('$tmp'), '"$tmp"')}
 mv -f "$tmp" "$target"
-echo "squashed: $target ($(du -h "$target" | cut -f1))"
+done="squashed: $target ($(du -h "$target" | cut -f1))"
+echo "$done"
+emit_outcome true 0 "$done"
 """
     return SquashPlan(image=image, path=path, script="\n".join(header) + "\n" + body, log_path=log)
 

@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.slurm]
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
+from nemo_runspec.outcome import find  # noqa: E402
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
 
 DRIVER = textwrap.dedent("""
@@ -90,7 +91,12 @@ def test_raylet_that_cannot_start_fails_fast_with_message(tmp_path, slurm_cluste
     job = _job(tmp_path, _profile(nodes=1, startup_commands=["exit 5"], ray_timeout=60))
     sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
     assert sub.exit_code != 0
-    assert "exited during start-up" in Path(sub.log_path).read_text()
+    log = Path(sub.log_path).read_text()
+    assert "exited during start-up" in log
+    # the template's own failure ends the log with its outcome line (nemo_runspec.outcome)
+    said = find(log)
+    assert said is not None and not said.ok and said.exit_code == 1
+    assert said.message.startswith("[ray] ERROR: the raylet on ") and said.message.endswith(" exited during start-up")
 
 
 KILLER = textwrap.dedent("""
@@ -117,4 +123,7 @@ def test_raylet_dying_under_the_driver_fails_the_job_fast(tmp_path, slurm_cluste
     sub = submit(job, attached=True, out=io.StringIO(), poll=1.0)
     assert sub.exit_code == 1
     assert time.monotonic() - t0 < 240
-    assert "died while the driver was running" in Path(sub.log_path).read_text()
+    log = Path(sub.log_path).read_text()
+    assert "died while the driver was running" in log
+    said = find(log)
+    assert said is not None and not said.ok and "died while the driver was running; the driver was stopped" in said.message

@@ -116,6 +116,10 @@ def test_failed_import_fails_the_chain_with_enroots_message(tmp_path, container_
     assert run.returncode == 1, out[-3000:]
     assert "failed" in out and "registry.invalid" in out
     assert re.search(r"Could not resolve host|resolve|curl", out), out[-2000:]  # enroot's own words
+    # the import's outcome line first (nemo_runspec.outcome), enroot's own last line in it, and not the JSON
+    said = re.search(r"^  error: importing registry\.invalid/none/image:1 failed: (.+)$", run.stderr, re.M)
+    assert said and re.search(r"resolve|curl|ERROR", said.group(1)), run.stderr[-2000:]
+    assert "nemotron-outcome:" not in run.stderr
     job_id = re.search(r"Submitted Slurm job (\d+)", out).group(1)
     assert slurm_cluster.wait(job_id, timeout=60).state == "CANCELLED"
     assert not list(images.glob("*.sqsh"))

@@ -74,3 +74,37 @@ def test_submits_only_when_missing_or_forced(tmp_path):
     assert ensure_squashed_image(run, plan) is None
     assert not any(c.startswith("sbatch") for c in ran)
     assert ensure_squashed_image(run, plan, force=True) == "4242"
+
+
+def _run_script(tmp_path, plan, *, enroot: str) -> tuple[int, str]:
+    """Run the import script as Slurm would (its output into its log), with a stand-in
+    ``enroot`` on PATH; returns the exit status and the log."""
+    import os
+    from pathlib import Path
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "enroot").write_text(f"#!/bin/bash\n{enroot}\n")
+    (bin_dir / "enroot").chmod(0o755)
+    log = Path(plan.log_path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "77"}
+    with open(log, "w") as out:
+        rc = subprocess.run(["bash", "-c", plan.script], stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+    return rc, log.read_text()
+
+
+def test_the_import_log_ends_with_its_outcome_line(tmp_path):
+    from nemo_runspec.outcome import find_all, parse_line
+
+    plan = plan_squash({**PROFILE, "squash_dir": str(tmp_path / "images")}, "nvcr.io/nvidia/nemo:25.11")
+    rc, log = _run_script(tmp_path, plan, enroot='echo "[ERROR] URL https://nvcr.io/v2/ returned error code: 401 Unauthorized" >&2; exit 1')
+    outcome = parse_line(log.splitlines()[-1])
+    assert rc == 1 and outcome is not None and not outcome.ok and outcome.exit_code == 1
+    assert outcome.message == ("error: importing nvcr.io/nvidia/nemo:25.11 failed: "
+                               "[ERROR] URL https://nvcr.io/v2/ returned error code: 401 Unauthorized")
+    rc, log = _run_script(tmp_path, plan, enroot='out=$3; echo data > "${out//\\"/}"; exit 0')
+    [outcome] = find_all(log.splitlines())
+    assert rc == 0 and outcome.ok and outcome.message.startswith(f"squashed: {plan.path} (")
+    rc, log = _run_script(tmp_path, plan, enroot="exit 9")  # the file is there now
+    assert rc == 0 and parse_line(log.splitlines()[-1]).message == f"already squashed: {plan.path}"

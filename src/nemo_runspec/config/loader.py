@@ -326,16 +326,23 @@ def load_config(config: str, config_dir: str | os.PathLike[str]) -> tuple[DictCo
     return cfg, info
 
 
-def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: str) -> DictConfig:
+def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: str, *,
+                 empty_without_dir: bool = False) -> DictConfig:
     """Load the recipe config selected on the command line and apply its overrides.
 
     ``ctx`` is a :class:`~nemo_runspec.cli.context.GlobalContext` (anything with
     ``.config`` and ``.overrides``). The config is ``ctx.config`` if set, else
     ``default_config``; see the module docstring for names, paths and
-    ``defaults:``. Interpolations are kept unresolved.
+    ``defaults:``. Interpolations are kept unresolved. With ``empty_without_dir``
+    (a script whose runspec names no configs) and no ``config_dir`` on disk, no
+    ``-c`` gives an empty config, to which overrides add keys with ``+key=value``.
     """
     from nemo_runspec.config.overrides import apply_overrides
 
+    if empty_without_dir and not getattr(ctx, "config", None) and not _exists(Path(config_dir)):
+        from omegaconf import OmegaConf
+
+        return apply_overrides(OmegaConf.create({}), list(getattr(ctx, "overrides", None) or []))
     name = getattr(ctx, "config", None) or default_config
     cfg, info = load_config(name, config_dir)
     overrides = list(getattr(ctx, "overrides", None) or [])

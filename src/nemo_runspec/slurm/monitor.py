@@ -107,9 +107,16 @@ def follow(
 
 
 def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, lines: int = 12) -> None:
-    """The last ``lines`` lines of the log at ``path``, the job's secrets masked."""
-    tail = remote.read_from(path, 0).decode(errors="replace").splitlines()[-lines:]
+    """The outcome line's message of the log at ``path`` (nemo_runspec.outcome), then its
+    last ``lines`` other lines, the job's secrets masked."""
+    from nemo_runspec.outcome import find_all, pick
+
+    text = remote.read_from(path, 0).decode(errors="replace").splitlines()
     secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
+    said = pick(find_all(text))
+    if said is not None:
+        console.print(f"  {redact_text(said.message, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
+    tail = [line for line in text if not find_all([line])][-lines:]
     for line in tail:
         console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
 
@@ -154,17 +161,22 @@ START_EVERY = 30.0
 def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
     from rich.markup import escape
 
+    from nemo_runspec.errors import debug_enabled
+    from nemo_runspec.lognoise import StreamFilter
+
     offset = 0
     last_state: tuple[str, ...] | None = None
     last_start: str | None = None
     asked_start = -START_EVERY
+    # C++ stack frames (and teardown warnings after a success) folded; the log keeps them
+    noise = None if debug_enabled() else StreamFilter(note=f"; in {sub.log_path}")
 
     def pump() -> None:
         nonlocal offset
         data = remote.read_from(sub.log_path, offset)
         if data:
             offset += len(data)
-            out.write(data.decode(errors="replace"))
+            out.write(noise.feed(data) if noise is not None else data.decode(errors="replace"))
             out.flush()
 
     while True:
@@ -199,6 +211,9 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         time.sleep(poll)
     info = final_sacct_info(remote, sub.job_id, on_wait=pump)
     pump()
+    if noise is not None:
+        out.write(noise.close())
+        out.flush()
     if info is None:
         raise ExecutionError(f"could not get the final state of job {sub.job_id} from sacct",
                              hint="is Slurm accounting (slurmdbd) enabled?")
@@ -207,12 +222,26 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
     # A job cancelled or failed before its script ran never sourced (and so never
     # deleted) the secrets file: remove it now that the job is over.
     remove_secrets(sub.prepared)
-    style = "green" if sub.exit_code == 0 else "red"
-    console.print(f"[{style}]job {sub.job_id}: {escape(sub.state)} (exit code {sub.exit_code})[/]",
-                  highlight=False)
-    if sub.exit_code != 0:
-        if sub.sbatch_log_path != sub.log_path:
-            # Failures before the launcher (startup commands, srun) are only in the batch log.
-            _print_log_tail(sub, remote, console, sub.sbatch_log_path)
-        console.print(f"  batch log: {sub.sbatch_log_path}", soft_wrap=True, highlight=False, markup=False)
+    print_summary(sub, remote, console)
     return sub.exit_code
+
+
+def print_summary(sub: SubmittedJob, remote: Remote, console: Any) -> None:
+    """The end-of-job summary of ``sub`` (:mod:`nemo_runspec.slurm.ending`): the job's
+    outcome line, Slurm's state and exit code, the tails of the logs when it failed."""
+    from rich.markup import escape
+
+    from nemo_runspec.errors import debug_enabled
+    from nemo_runspec.slurm.ending import print_ending, read_ending
+
+    secrets = list(sub.prepared.secrets.values()) if sub.prepared else []
+    try:
+        ending = read_ending(remote, sub, state=sub.state, exit_code=sub.exit_code, debug=debug_enabled())
+    except Exception as exc:  # noqa: BLE001 - the job's end is known; its logs could not be read
+        style = "green" if sub.exit_code == 0 else "red"
+        console.print(f"[{style}]job {sub.job_id}: {escape(sub.state)} (exit code {sub.exit_code})[/]",
+                      highlight=False)
+        console.print(f"  (could not read the job's logs: {escape(' '.join(str(exc).split()))})", highlight=False)
+        console.print(f"  log: {sub.log_path}", soft_wrap=True, highlight=False, markup=False)
+        return
+    print_ending(ending, console, secrets=secrets)

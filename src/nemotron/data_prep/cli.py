@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,25 @@ def _load(path: str | Path, overrides: list[str] | None) -> tuple[Any, list[Path
 
 
 def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path | None = None) -> int:
-    """Entry point of a recipe data-prep script; returns the process exit code."""
+    """Entry point of a recipe data-prep script; returns the process exit code. The last
+    line is the outcome line (:mod:`nemo_runspec.outcome`)."""
+    from nemo_runspec import outcome
+
+    return outcome.run(f"nano3/data/prep/{kind}", lambda report: _main(report, kind, argv, default_config))
+
+
+def summary_line(kind: str, summary: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The outcome's message and figures for a data prep's ``summary``."""
+    figures = {k: v for k, v in summary.items() if isinstance(v, int | float | str) and not isinstance(v, bool)}
+    records, tokens = summary.get("records"), summary.get("tokens")
+    parts = [f"{records:,} records" if isinstance(records, int) else None,
+             f"{summary.get('bad_records', 0):,} bad" if isinstance(records, int) else None,
+             f"{tokens:,} tokens" if isinstance(tokens, int) and tokens else None]
+    what = ", ".join(p for p in parts if p)
+    return f"[{kind}] data prep done: {what or 'nothing to do'} -> {summary.get('output_dir', '?')}", figures
+
+
+def _main(report: Any, kind: str, argv: list[str] | None, default_config: str | Path | None) -> int:
     parser = argparse.ArgumentParser(prog=f"data_prep.py ({kind})", description=__doc__.splitlines()[0])
     parser.add_argument("--config", "-c", default=None, help="recipe config YAML (default: the runspec default)")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. sample=100 workers=2")
@@ -71,14 +88,17 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
         from .validation import settings_for
 
         settings_for(cfg, kind, files=files, overrides=args.overrides)  # every key, before any input is read
-        run(cfg)
+        summary = run(cfg)
+        if isinstance(summary, dict):
+            message, figures = summary_line(kind, summary)
+            report.summary(message, **figures)
     except NemoRunspecError as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        report.error(f"error: {exc}")
         return 1 if isinstance(exc, ExecutionError) else 2
     except KeyboardInterrupt:
-        print("interrupted: finished shards are kept; rerun the same command to resume", file=sys.stderr)
+        report.error("interrupted: finished shards are kept; rerun the same command to resume")
         return 130
     except OSError as exc:  # an output dir we cannot create or write (read-only, full, a file in the way)
         if debug:
@@ -86,13 +106,12 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
         from nemo_runspec.paths import path_error
 
         where = exc.filename or "the output directory"
-        print(f"error: {path_error(exc, where, 'write data-prep output to')}", file=sys.stderr)
+        report.error(f"error: {path_error(exc, where, 'write data-prep output to')}")
         return 2
     except Exception as exc:  # a bug or a fault nobody foresaw: still one line, the traceback on request
         if debug:
             raise
         text = " ".join(str(exc).split())[:500]
-        print(f"error: internal error: {type(exc).__name__}: {text} (NEMOTRON_DEBUG=1 shows the traceback)",
-              file=sys.stderr)
+        report.error(f"error: internal error: {type(exc).__name__}: {text} (NEMOTRON_DEBUG=1 shows the traceback)")
         return 1
     return 0

@@ -234,8 +234,9 @@ def warn_unused_keys(cfg: Any, kind: str, config_path: str, *, recipe_line: Any 
               file=sys.stderr, flush=True)
 
 
-def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -> None:
-    """Publish the checkpoint dir as the artifact ``publish.name`` (rank 0 only).
+def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -> str | None:
+    """Publish the checkpoint dir as the artifact ``publish.name`` (rank 0 only); returns
+    what it was published as (``name:v3``), None when nothing was published.
 
     This is how stages hand models on: pretrain publishes e.g.
     ``nano3-pretrain-model-tiny``, which the SFT config names in ``run.model``.
@@ -243,11 +244,11 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     """
     name = (cfg.get("publish") or {}).get("name")
     if not name or global_rank() != 0:
-        return
+        return None
     ckpt = _checkpoint_dir(cfg, kind)
     if not ckpt or not Path(ckpt).exists():
         print(f"nano3/{kind}: nothing to publish as {name}: no checkpoint dir ({ckpt})", file=sys.stderr)
-        return
+        return None
     from nemo_runspec.artifacts.registry import get_registry
 
     registry = get_registry()
@@ -259,10 +260,11 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     if art.version == 0:  # W&B offline: the version is assigned when the run is uploaded
         run = getattr(registry.backend, "last_offline_run", None)
         print(f"published {name} to an offline W&B run -> {art.path}  [upload: wandb sync {run}]", flush=True)
-        return
+        return str(name)
     from .progress import say
 
     say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
+    return str(art.ref)
 
 
 def _pretrained_dir(cfg: Any, kind: str) -> str | None:
@@ -281,8 +283,9 @@ def _pretrained_dir(cfg: Any, kind: str) -> str | None:
         return None
 
 
-def run_fallback(kind: str, cfg: Any) -> int:
-    """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code."""
+def run_fallback(kind: str, cfg: Any, report: Any = None) -> int:
+    """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code.
+    ``report`` (a :class:`nemo_runspec.outcome.Report`) gets the run's summary line and figures."""
     from omegaconf import OmegaConf
 
     from . import progress
@@ -320,11 +323,27 @@ def run_fallback(kind: str, cfg: Any) -> int:
         summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from, log=log,
                         metrics=wandb_run.log if wandb_run is not None else None)
         code = EXIT_REQUEUE if summary.get("stopped") else 0
+        if report is not None:
+            message, figures = training_summary(summary)
+            report.summary(message, **figures)
     finally:
         shutdown()
         if wandb_run is not None:
             wandb_run.finish(code)
     return code
+
+
+#: the fallback's summary keys an outcome line carries as figures (docs/execution.md)
+SUMMARY_FIGURES = ("steps", "tokens", "seconds", "initial_loss", "final_loss", "eval_loss")
+
+
+def training_summary(summary: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The outcome's message and figures for the fallback's ``summary`` (:func:`~.loop.train`):
+    its last line (``final loss ...``, or where it stopped for a requeue) and its numbers."""
+    figures = {k: summary.get(k) for k in SUMMARY_FIGURES}
+    figures.update({k: v for k, v in summary.items() if k not in figures and k not in ("steps_run", "stopped", "line")
+                    and isinstance(v, int | float | str)})
+    return str(summary.get("line") or ""), figures
 
 
 def wandb_view(cfg: Any) -> dict[str, Any]:
@@ -376,7 +395,17 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
 
     User errors print one ``error: ...`` line on stderr (exit 2 for config/data
     problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
+    The last line is the outcome line (:mod:`nemo_runspec.outcome`).
     """
+    from nemo_runspec import outcome
+
+    return outcome.run(f"nano3/{kind}", lambda report: _main(report, kind, argv, description=description,
+                                                             native_module=native_module, script=script,
+                                                             native_run=native_run))
+
+
+def _main(report: Any, kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
+          native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
     args, extra = parse_args(description, argv)
     debug = os.environ.get("NEMOTRON_DEBUG") == "1"
     name = f"nano3/{kind}"
@@ -403,16 +432,18 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             container = apply_to_native(kind, native_config(cfg), wandb_settings(wandb_view(cfg), kind))
             code = native_run(container, extra)
             if code == 0:
-                publish_checkpoint(cfg, kind, args.config, backend=native_module)
+                published = publish_checkpoint(cfg, kind, args.config, backend=native_module)
+                report.summary(f"[{kind}] {native_module} finished"
+                               + (f"; published {published}" if published else ""), published=published)
             return code
         if backend == "missing":
             from nemo_runspec import parse
 
             image = parse(script).image
             why = "cannot run here (no GPU stack)" if importable(native_module) else "is not installed here"
-            print(f"{name}: {native_module} {why}; run this recipe in its container "
-                  f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or +fallback.enabled=true).",
-                  file=sys.stderr)
+            report.error(f"{name}: {native_module} {why}; run this recipe in its container "
+                         f"({image}) or install {native_module} (or use the CPU fallback: -c tiny, or "
+                         "+fallback.enabled=true).")
             return EXIT_BACKEND_MISSING
         if global_rank() == 0:
             why = ("chosen by the config" if str(cfg.get("backend") or "auto") == "torch"
@@ -421,21 +452,23 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
                                               else "is not installed"))
             print(f"[{kind}] backend: CPU fallback (tiny GPT in plain PyTorch), not {native_module}: {why}",
                   flush=True)
-        code = run_fallback(kind, cfg)
+        code = run_fallback(kind, cfg, report)
         if code == 0:
-            publish_checkpoint(cfg, kind, args.config, backend="torch-fallback")
+            published = publish_checkpoint(cfg, kind, args.config, backend="torch-fallback")
+            if published:
+                report.summary(f"{report.message}; published {published}", published=published)
         return code
     except NemoRunspecError as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        report.error(f"error: {exc}")
         return 1 if isinstance(exc, ExecutionError) else 2
     except (FloatingPointError, RuntimeError, OSError) as exc:
         if debug:
             raise
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"error: {name} training failed: {msg}", file=sys.stderr)
+        report.error(f"error: {name} training failed: {msg}")
         return 1
     except KeyboardInterrupt:
-        print(f"{name}: interrupted; rerun to resume from the last checkpoint", file=sys.stderr)
+        report.error(f"{name}: interrupted; rerun to resume from the last checkpoint")
         return 130

@@ -1,6 +1,6 @@
 """The evaluation job of the ``nano3/eval`` recipe: NeMo Evaluator, or the CPU fallback.
 
-``recipes/nano3/eval/eval.py`` runs :func:`main` as ``python eval.py --config
+``recipes/nano3/eval/eval.py`` runs :func:`nemotron.training.eval_entry.main` as ``python eval.py --config
 <train.yaml> [key=value ...] [--task NAME ...]``. Which backend evaluates is
 :func:`nemo_runspec.evaluator.evaluation_backend` of the config, then what is
 importable here:
@@ -39,17 +39,15 @@ run here).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec.dotted import lookup
-from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
+from nemo_runspec.errors import ConfigError, ExecutionError
 
 NATIVE_MODULE = "nemo_evaluator_launcher"
 #: Where the checkpoint to evaluate is named, for either backend.
@@ -62,7 +60,7 @@ FALLBACK_TASKS: dict[str, dict[str, Any]] = {
                            "max_new_tokens": 16, "samples": None},
 }
 EXIT_BACKEND_MISSING = 3
-_NAME = "nano3/eval"
+NAME = "nano3/eval"
 
 
 def _say(msg: str) -> None:
@@ -479,67 +477,6 @@ def publish_results(cfg: Any, results_path: Path, results: dict[str, Any], confi
         meta["invocation_id"] = results["invocation_id"]
     art = registry.publish(str(name), results_path, metadata=meta)
     _say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
-
-
-def main(argv: list[str] | None = None, *, script: str | None = None) -> int:
-    """Entry point of ``recipes/nano3/eval/eval.py``; returns the exit code."""
-    from nemo_runspec import evaluator
-
-    from .entry import job_dir
-
-    debug = os.environ.get("NEMOTRON_DEBUG") == "1"
-    try:
-        config_path, overrides, tasks = parse_args(argv)
-        cfg = load_config(config_path, overrides, tasks)
-        backend = choose_backend(cfg)
-        if backend == "missing":
-            image = None
-            if script:
-                from nemo_runspec import parse
-
-                image = parse(script).image
-            wish = evaluator.evaluation_backend(cfg)
-            what = "torch (the CPU fallback)" if wish == "fallback" else "nemo-evaluator-launcher"
-            print(f"{_NAME}: {what} is not installed here; install it (pip install 'nemotron[eval]' for "
-                  f"NeMo Evaluator) or run in the recipe's image ({image}); the tiny CPU models: -c tiny",
-                  file=sys.stderr)
-            return EXIT_BACKEND_MISSING
-        out_dir = job_dir()
-        if backend == "native":
-            _say("[eval] backend: NeMo Evaluator (nemo-evaluator-launcher)")
-            results = run_native(cfg, out_dir)
-        else:
-            why = ("chosen by the config" if evaluator.evaluation_backend(cfg) == "fallback"
-                   else "nemo-evaluator-launcher is not installed")
-            _say(f"[eval] backend: CPU fallback (tiny GPT in plain PyTorch), not NeMo Evaluator: {why}")
-            plan = fallback_plan(cfg)
-            path = evaluator.save_eval_config(plan, out_dir)
-            _say(f"[eval] evaluation config: {path}")
-            results = run_fallback(plan)
-            results["eval_config"] = str(path)
-            print_table(results)
-        results_path = out_dir / RESULTS
-        from nemo_runspec.config.jobdir import atomic_write_text
-
-        atomic_write_text(results_path, json.dumps(results, indent=2, default=str) + "\n")
-        _say(f"[eval] results: {results_path}")
-        publish_results(cfg, results_path, results, config_path)
-        _say(summary_line(results))
-        return 0
-    except NemoRunspecError as exc:
-        if debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, ExecutionError) else 2
-    except (FloatingPointError, RuntimeError, OSError, ValueError) as exc:
-        if debug:
-            raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"error: {_NAME} evaluation failed: {msg}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{_NAME}: interrupted", file=sys.stderr)
-        return 130
 
 
 # --------------------------------------------------------------------------- dry run

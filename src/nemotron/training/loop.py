@@ -333,10 +333,11 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
             if not (s.save_interval and done % s.save_interval == 0):
                 save(done)
             res.stopped(done, stop)
-            say(f"[{task.name}] stopped after step {done} to be requeued (checkpoint saved)")
+            line = f"[{task.name}] stopped after step {done} to be requeued (checkpoint saved)"
+            say(line)
             return {"steps": done, "steps_run": done - start, "tokens": tokens_done, "stopped": done,
                     "seconds": time.perf_counter() - t0, "initial_loss": initial,
-                    "final_loss": None, "eval_loss": None}
+                    "final_loss": None, "eval_loss": None, "line": line}
     ran = max(0, s.max_steps - start)
     res.beat(max(start, s.max_steps), "eval")
     final_eval = evaluate(model, eval_set, dist)
@@ -360,8 +361,9 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     if dist.world > 1:  # every rank's line is out before rank 0's last one (docs/training.md, Output)
         torch.distributed.barrier()
     loss_text = f"{summary['final_loss']:.4f}" if summary["final_loss"] is not None else "n/a (nothing to train)"
-    say(f"[{task.name}] final loss {loss_text} | steps {summary['steps']} | tokens {tokens_done} | "
-        f"{elapsed:.1f} s")
+    summary["line"] = (f"[{task.name}] final loss {loss_text} | steps {summary['steps']} | tokens {tokens_done} | "
+                       f"{elapsed:.1f} s")
+    say(summary["line"])
     return summary
 
 

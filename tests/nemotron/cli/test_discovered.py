@@ -90,6 +90,24 @@ def test_nemotron_run_script(tmp_path: Path) -> None:
     assert broken.returncode == 2 and "unknown key 'nodez'" in broken.stderr and "Traceback" not in broken.stderr
 
 
+def test_nemotron_run_a_script_without_configs_gets_an_empty_config(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text(GOOD.replace('print("hello", sys.argv[3:])',
+                                   'import yaml; c = yaml.safe_load(open(sys.argv[2])); c.pop("run"); print("config", c)'))
+    ran = _run(tmp_path, "run", str(script), "+lr=0.1", "+name=x")
+    assert ran.returncode == 0, ran.stderr
+    assert "config {'lr': 0.1, 'name': 'x'}" in ran.stdout
+    typo = _run(tmp_path, "run", str(script), "lr=0.1")  # an empty config has no key to set
+    assert typo.returncode == 2 and typo.stderr.strip().endswith("(use '+lr=0.1' to add a new key)"), typo.stderr
+    named = _run(tmp_path, "run", str(script), "-c", "tiny")  # a config asked for by name needs its dir
+    assert named.returncode == 2 and "unknown config 'tiny': config directory does not exist" in named.stderr
+    # a runspec that names its config dir keeps the error when the dir is missing
+    script.write_text(GOOD.replace("# ///", '# [tool.runspec.config]\n# dir = "./conf"\n# ///'))
+    declared = _run(tmp_path, "run", str(script))
+    assert declared.returncode == 2, declared.stdout
+    assert declared.stderr.strip() == f"error: {tmp_path / 'conf'}: unknown config 'default': config directory does not exist"
+
+
 def test_a_recipe_under_a_command_is_a_warning_where_its_group_is_listed(tmp_path: Path) -> None:
     """`nano3/pretrain/extra` cannot be a command (`nano3 pretrain` is one): said when
     nano3's commands are listed; `nano3 pretrain` itself runs without searching."""

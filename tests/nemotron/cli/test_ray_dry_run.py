@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -77,7 +78,9 @@ def test_a_ray_start_up_timeout_shows_the_raylets_log_tails(tmp_path):
     proc = _dry_run(tmp_path, "nano3", "rl", "-c", "tiny", profile="bare")
     assert proc.returncode == 0, proc.stderr
     script = _script(proc.stdout)
-    timeout_branch = script[script.index("came up within"):]
-    timeout_branch = timeout_branch[:timeout_branch.index("exit 1")]
-    assert 'tail -n 20 "$LOG_DIR"/ray-node-*.log' in timeout_branch
+    failed = script[script.index("ray_failed() {"):]
+    failed = failed[:failed.index("\n}\n")]
+    assert 'tail -n 20 "$LOG_DIR"/ray-node-*.log' in failed and 'emit_outcome false 1 "$1"' in failed
+    assert re.search(r'^      ray_failed "\[ray\] ERROR: the raylet on \$node exited during start-up"$', script, re.M)
+    assert re.search(r'^  ray_failed "\[ray\] ERROR: only \$have of \$want Ray node\(s\) came up within', script, re.M)
     assert "ray stop" not in script.replace("Never `ray stop`", "")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nemo_runspec.outcome import parse_line
 from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -138,12 +139,22 @@ def test_help_imports_nothing_heavy(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == "[]"
 
 
+def _last_line(stdout: str) -> str:
+    """The job's last line before its outcome line, which must repeat it word for word
+    (with the metrics as figures)."""
+    *_, last, outcome_line = stdout.strip().splitlines()
+    outcome = parse_line(outcome_line)
+    assert outcome is not None and outcome.ok and outcome.message == last and outcome.recipe == "nano3/eval"
+    assert outcome.figures.get("perplexity") is not None, outcome
+    return last
+
+
 def test_tiny_eval_through_the_cli_saves_and_publishes(tiny):
     cwd = tiny["root"] / "cli"
     cwd.mkdir(exist_ok=True)
     proc = _run(tiny["env"], cwd, "nano3", "eval", "-c", "tiny", f"fallback.tokenizer={tiny['tok']}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    last = proc.stdout.strip().splitlines()[-1]
+    last = _last_line(proc.stdout)
     assert last.startswith("eval: perplexity=") and "exact_match=" in last and "model=nano3-rl-model-tiny:v1" in last
     job_dir = Path(next(line for line in proc.stderr.splitlines() if line.startswith("job dir: "))[9:])
     assert {"job.yaml", "train.yaml", "eval.yaml", "results.json"} <= {p.name for p in job_dir.iterdir()}
@@ -155,7 +166,7 @@ def test_tiny_eval_through_the_cli_saves_and_publishes(tiny):
     # the same through the model sub-group
     again = _run(tiny["env"], cwd, "nano3", "model", "eval", "-c", "tiny", f"fallback.tokenizer={tiny['tok']}")
     assert again.returncode == 0, again.stderr[-2000:]
-    assert again.stdout.strip().splitlines()[-1] == last
+    assert _last_line(again.stdout) == last
 
 
 def test_evaluate_a_checkpoint_path_picks_the_tiny_config(tiny):
@@ -165,7 +176,7 @@ def test_evaluate_a_checkpoint_path_picks_the_tiny_config(tiny):
                 f"fallback.tokenizer={tiny['tok']}")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "using -c tiny" in proc.stderr
-    last = proc.stdout.strip().splitlines()[-1]
+    last = _last_line(proc.stdout)
     assert last.startswith("eval: perplexity=") and "exact_match" not in last
     assert last.endswith(f"model={tiny['short']}")
     dry = _run(tiny["env"], cwd, "evaluate", "nano3-rl-model-tiny:latest", "--dry-run")

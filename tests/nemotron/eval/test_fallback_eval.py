@@ -129,9 +129,13 @@ def test_results_json_and_summary_line(tiny, tmp_path, monkeypatch):
                            "--task", "heldout_perplexity"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    last = proc.stdout.strip().splitlines()[-1]
+    *_, last, outcome_line = proc.stdout.strip().splitlines()
     results = json.loads((tmp_path / "results.json").read_text())
     ppl = results["metrics"]["perplexity"]
+    from nemo_runspec.outcome import parse_line
+
+    outcome = parse_line(outcome_line)  # the job's last word: its eval line again, the metrics as figures
+    assert outcome is not None and outcome.ok and outcome.message == last and outcome.figures["perplexity"] == ppl
     assert last.startswith("eval: perplexity=") and f"model={results['model']['ref']}" in last
     assert set(results["tasks"]) == {"heldout_perplexity"}
     assert results["model"]["ref"] == "nano3-rl-model-tiny:v1" and results["model"]["step"] == 40

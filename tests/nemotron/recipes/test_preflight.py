@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nemo_runspec.outcome import Outcome, find_all, parse_line
+
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "src/nemotron/recipes/kit/preflight.py"
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -40,6 +42,15 @@ def test_two_ranks_pass_and_allreduce_sum(tmp_path):
     # names are reported, values never
     assert "s3cr3t-value" not in proc.stdout + proc.stderr + json.dumps(data)
     assert data["ranks"][0]["env"] == {"PREFLIGHT_TEST_VAR": "present"}
+    # one outcome line (rank 0's), read by the library's reader: the verdict line word for word
+    verdict = next(line for line in proc.stdout.splitlines() if line.startswith("preflight passed"))
+    [outcome] = find_all(proc.stdout.splitlines())
+    assert (outcome.ok, outcome.exit_code, outcome.message, outcome.recipe, outcome.rank) == \
+        (True, 0, verdict, "kit/preflight", 0)
+    assert outcome.figures["ranks"] == 2 and outcome.figures["backend"] == "gloo" and outcome.figures["failures"] == 0
+    # the keys are the library's own (preflight writes the line itself: it ships alone)
+    line = next(x for x in proc.stdout.splitlines() if parse_line(x))
+    assert set(json.loads(line.partition(": ")[2])) == set(Outcome(ok=True, exit_code=0, message="").to_json())
 
 
 def test_missing_env_and_unwritable_path_fail(tmp_path):
@@ -51,6 +62,10 @@ def test_missing_env_and_unwritable_path_fail(tmp_path):
     assert "PREFLIGHT_ABSENT_VAR is not set" in fails
     assert f"{missing}: missing" in fails
     assert "FAIL rank 0" in proc.stdout and "preflight FAILED" in proc.stdout
+    verdict = next(line for line in proc.stdout.splitlines() if line.startswith("preflight FAILED"))
+    [outcome] = find_all(proc.stdout.splitlines())
+    assert not outcome.ok and outcome.exit_code == 1 == proc.returncode
+    assert outcome.message.startswith(verdict + "; first failure: rank 0 (")
 
 
 def test_expected_gpu_count_mismatch_fails(tmp_path):
@@ -145,6 +160,8 @@ def test_an_unreadable_config_is_one_error_line_and_exit_2(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {config}:2: "), proc.stderr
     assert "Traceback" not in proc.stderr
+    outcome = parse_line(proc.stdout.strip().splitlines()[-1])
+    assert outcome is not None and (outcome.ok, outcome.exit_code, outcome.message) == (False, 2, lines[0])
 
 
 def _run_in_image(tmp_path: Path, image: str, env: dict | None = None):
@@ -189,3 +206,16 @@ def test_an_image_without_the_libraries_says_so(tmp_path):
                      r"nemo-evaluator-launcher: the native backends cannot run here \(the CPU fallback can\)$",
                      proc.stdout, re.M), proc.stdout
     assert "note: plain/python:3 is not in the compatibility table" in proc.stdout
+
+
+def test_a_rendezvous_that_fails_ends_with_its_exception_as_the_outcome(tmp_path):
+    # nothing listens on port 1: the rank's connection to the store times out
+    env = {**os.environ, "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--timeout", "1"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    exception_line = proc.stderr.strip().splitlines()[-1]
+    assert "Traceback (most recent call last):" in proc.stderr and "DistNetworkError" in exception_line
+    outcome = parse_line(proc.stdout.strip().splitlines()[-1])
+    assert outcome is not None and (outcome.ok, outcome.exit_code, outcome.message, outcome.rank) == \
+        (False, 1, exception_line, 1)

@@ -23,7 +23,7 @@ import typer
 
 from nemo_runspec.cli.context import GlobalContext, split_global_args
 from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
-from nemo_runspec.errors import ExecutionError, NemoRunspecError
+from nemo_runspec.errors import ExecutionError, NemoRunspecError, set_debug
 
 #: name -> (module, attribute holding a typer.Typer or a click command, optional,
 #: one-line help). ``nemotron --help`` shows the one-line help without importing
@@ -241,6 +241,7 @@ class NemotronGroup(FastHelpGroup):
         try:
             gctx, rest = split_global_args(argv)
             debug = debug or gctx.debug
+            set_debug(debug)  # the library's summaries fold nothing with --debug
             extra.setdefault("obj", gctx)
             rv = super().main(
                 rest,

@@ -22,7 +22,13 @@ import typer
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import CLIUsageError, ExecutionError, NemoRunspecError
 from nemotron.cli.commands import jobs_sweeps
-from nemotron.cli.commands.jobs_logs import follow_log, pipe_logs, print_log
+from nemotron.cli.commands.jobs_logs import (
+    follow_log,
+    job_ending,
+    pipe_logs,
+    print_log,
+    status_details,
+)
 from nemotron.cli.commands.nano3.data.import_._common import (
     PlainParamsCommand,
     dry_run_requested,
@@ -376,17 +382,22 @@ def status(
         return
     tries: dict[str, list[Any]] = {}
     st = _states([found], live=True, strict=True, attempts=tries)[(found.job_id, found.job_dir)]
+    ending = job_ending(found, st) if st.finished else None
     if as_json:
-        _out(json.dumps(_row_json(found, st, "", None, tries), indent=1))
+        data = _row_json(found, st, "", None, tries)
+        if ending is not None:
+            data["outcome"] = ending.to_json()
+        _out(json.dumps(data, indent=1))
         return
-    _job_status(found, st, tries.get(found.job_dir, []))
+    _job_status(found, st, tries.get(found.job_dir, []), ending)
 
 
-def _job_status(sub: Submission, st: JobState, attempts: list[Any] | None = None) -> None:
+def _job_status(sub: Submission, st: JobState, attempts: list[Any] | None = None, ending: Any = None) -> None:
     from nemo_runspec.slurm.jobs import describe_tunnel
 
     exit_text = "-" if st.exit_code is None else f"{st.exit_code}" + (f" (sacct {st.raw_exit})" if st.raw_exit else "")
-    lines = [
+    lines = [("outcome", ending.outcome.message)] if ending is not None else []
+    lines += [
         ("state", st.state + (f" ({st.note})" if st.note else "")),
         ("exit code", exit_text),
         ("reason", st.reason or "-"),
@@ -416,6 +427,8 @@ def _job_status(sub: Submission, st: JobState, attempts: list[Any] | None = None
         _out("  attempts:")
         for text in attempt_lines(attempts):
             _out(f"    {text}")
+    for text in status_details(ending) if ending is not None else []:
+        _out(text)
 
 
 def _pipe_status(pipe: Pipe, subs: list[Submission], as_json: bool) -> None:

@@ -91,8 +91,28 @@ def print_log(remote: Any, sub: Submission, path: str) -> int:
             return 0
         raise ExecutionError(f"job {sub.job_id} ({st.state}) left no log at {path}",
                              hint=f"`nemotron jobs logs {sub.job_id} --sbatch-log` shows the batch script's log")
-    _write(remote.read_from(path, 0))
+    data = remote.read_from(path, 0)
+    _write(data)
+    st = sj.query_states(remote, [sub.job_id])[sub.job_id]
+    if st.finished:
+        if data and not data.endswith(b"\n"):  # a job killed mid-line: the summary on a line of its own
+            typer.echo("", err=True)
+        _echo_ending(remote, sub, st)
     return 0
+
+
+def _echo_ending(remote: Any, sub: Submission, st: JobState) -> None:
+    """After a job's log: its outcome line and Slurm's state (stderr), the log paths when it
+    failed (its log was just printed, so no tail)."""
+    from nemo_runspec.errors import debug_enabled
+    from nemo_runspec.slurm.ending import detail_lines, read_ending, state_line
+
+    ending = read_ending(remote, sub, state=st.state, exit_code=st.exit_code, debug=debug_enabled())
+    typer.echo(ending.outcome.message, err=True)
+    typer.echo(state_line(ending), err=True)
+    if not (ending.outcome.ok and ending.succeeded):
+        for text in detail_lines(ending, tail=False):
+            typer.echo(text, err=True)
 
 
 def follow_log(remote: Any, sub: Submission, path: str) -> int:
@@ -104,15 +124,55 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
         else:
             typer.echo(f"job {sub.job_id}: {st.state.lower()}" + (f" on {st.nodes}" if st.nodes else ""), err=True)
 
+    from nemo_runspec.errors import debug_enabled
+    from nemo_runspec.lognoise import StreamFilter
+
+    # as under --run: C++ stack frames (and teardown warnings after a success) folded; the log keeps them
+    noise = None if debug_enabled() else StreamFilter(note=f"; in {path}")
+
+    def write(data: bytes) -> None:
+        _write(noise.feed(data).encode() if noise is not None else data)
+
     try:
-        final = sj.follow_log(remote, sub.job_id, path, _write, on_state=on_state)
+        final = sj.follow_log(remote, sub.job_id, path, write, on_state=on_state)
     except KeyboardInterrupt:
         typer.echo(f"\nstopped following job {sub.job_id}; it keeps running "
                    f"(`nemotron jobs cancel {sub.job_id}` cancels it)", err=True)
         return 130
+    finally:
+        if noise is not None:
+            _write(noise.close().encode())
     if final.exit_code is None:
         note = f": {final.note}" if final.note else ""
         typer.echo(f"job {sub.job_id}: {final.state}{note}", err=True)
         return 0 if final.state == "COMPLETED" else 1
-    typer.echo(f"job {sub.job_id}: {final.state} (exit code {final.exit_code})", err=True)
+    _echo_ending(remote, sub, final)
     return final.exit_code
+
+
+def job_ending(sub: Submission, st: JobState) -> Any:
+    """How the ended job ``sub`` ended (:mod:`nemo_runspec.slurm.ending`), read from its logs
+    on its cluster; None (with a warning) when they cannot be read."""
+    from nemo_runspec.errors import NemoRunspecError, debug_enabled
+    from nemo_runspec.slurm import jobs as sj
+    from nemo_runspec.slurm.ending import read_ending
+
+    try:
+        remote = sj.remote_for(sub)
+        try:
+            return read_ending(remote, sub, state=st.state, exit_code=st.exit_code, debug=debug_enabled())
+        finally:
+            sj.close(remote)
+    except (NemoRunspecError, OSError) as exc:
+        typer.echo(f"warning: could not read the logs of job {sub.job_id}: {exc}", err=True)
+        return None
+
+
+def status_details(ending: Any) -> list[str]:
+    """What ``jobs status`` prints after its fields for an ended job: who said the outcome
+    when the job did not, and for a job that failed the tails of its logs."""
+    from nemo_runspec.slurm.ending import detail_lines, source_note
+
+    note = source_note(ending.outcome)
+    return ([f"  ({note})"] if note else []) + [
+        text for text in detail_lines(ending) if not text.startswith(("  log:", "  batch log:"))]

@@ -60,9 +60,13 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     info = final_sacct_info(shell, job_id)
     _, log, _ = shell.run(f"tail -n 12 {plan.log_path}")
     if not info or info["State"] != "COMPLETED":
+        from nemo_runspec.outcome import find, find_all
+
         state = info["State"] if info else "unknown"
-        raise ExecutionError(f"squash job {job_id} ended {state}: {log.strip().splitlines()[-1] if log.strip() else 'no log'}",
-                             hint=f"see {plan.log_path}")
+        said = find(log)  # the import's outcome line: its own last error (nemo_runspec.squash)
+        rest = [ln for ln in log.strip().splitlines() if not find_all([ln])]
+        why = said.message if said is not None else (rest[-1] if rest else "no log")
+        raise ExecutionError(f"squash job {job_id} ended {state}: {why}", hint=f"see {plan.log_path}")
     print(f"squashed in {time.monotonic() - start:.1f}s: {plan.path}")
     return 0
 

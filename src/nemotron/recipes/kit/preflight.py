@@ -28,7 +28,8 @@ report says what the profile's image carries on every node, and, where the
 ``nemotron`` package is importable, what the compatibility table says that image
 should carry (a difference is a note, not a failure: a profile may serve the CPU
 fallback only). Rank 0 gathers every report, prints a per-node table, writes
-``preflight.json`` and everyone exits non-zero if anything failed.
+``preflight.json`` and everyone exits non-zero if anything failed. The verdict
+ends with the outcome line (``nemotron-outcome: {...}``, docs/execution.md).
 
 Exit codes: 0 when every check passed on every rank; 1 on *every* rank when any
 check failed anywhere (a check that raises is a failure of its rank, not a
@@ -315,6 +316,35 @@ def _config_problem(path: str, exc: Exception) -> str:
     return f"{where}: cannot read the preflight config: {reason}"
 
 
+#: The start of the outcome line (nemo_runspec.outcome, docs/execution.md "How a job ends"). Preflight
+#: ships alone (stdlib + PyYAML), so it writes the line itself, with the same keys
+#: (tests/nemotron/kit/test_preflight_outcome.py reads it with nemo_runspec.outcome).
+OUTCOME_MARKER = "nemotron-outcome: "
+
+
+def _write_outcome(ok: bool, code: int, message: str, figures: dict[str, Any] | None = None) -> None:
+    """Print the outcome line: this rank's last word on how the check ended."""
+    rank = os.environ.get("RANK", "").strip()
+    attempt = os.environ.get("SLURM_RESTART_COUNT", "").strip()
+    record = {"v": 1, "ok": ok, "exit_code": code, "message": " ".join(message.split()), "recipe": "kit/preflight",
+              "figures": figures or {}, "rank": int(rank) if rank.isdigit() else None,
+              "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+              "attempt": int(attempt) if attempt.isdigit() else None,
+              "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    try:
+        sys.stderr.flush()
+        print(OUTCOME_MARKER + json.dumps(record, ensure_ascii=False, separators=(", ", ": ")), flush=True)
+    except (OSError, ValueError):  # stdout closed: the exit code still says it
+        pass
+
+
+def _error(message: str, code: int = 2) -> int:
+    """Print the error ``message`` and its outcome line; return ``code``."""
+    print(message, file=sys.stderr, flush=True)
+    _write_outcome(False, code, message)
+    return code
+
+
 def _exit_now(code: int) -> None:
     """End this process with ``code`` at once: output flushed, no interpreter or
     process-group teardown (whose length differs between ranks)."""
@@ -344,8 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = _load_config(args.config)
     except Exception as exc:  # noqa: BLE001 - the same file on every rank: each says so, exits 2
-        print(f"error: {_config_problem(args.config, exc)}", file=sys.stderr)
-        return 2
+        return _error(f"error: {_config_problem(args.config, exc)}")
 
     import torch
     import torch.distributed as dist
@@ -361,9 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         timeout = dt.timedelta(seconds=args.timeout or float(cfg.get("timeout_s", 300)))
     except (TypeError, ValueError):
-        print(f"error: {args.config}: preflight.timeout_s must be a number of seconds, "
-              f"got {cfg.get('timeout_s')!r}", file=sys.stderr)
-        return 2
+        return _error(f"error: {args.config}: preflight.timeout_s must be a number of seconds, "
+                      f"got {cfg.get('timeout_s')!r}")
 
     t0 = time.monotonic()
     dist.init_process_group(backend=backend, rank=rank, world_size=world, timeout=timeout)
@@ -397,8 +425,13 @@ def main(argv: list[str] | None = None) -> int:
                                            "ranks": gathered}, indent=2))
             except OSError:
                 pass
-            print(f"preflight {'FAILED' if failed else 'passed'}: {world} rank(s) on "
-                  f"{len({r['node'] for r in gathered})} node(s), backend {backend}", flush=True)
+            nodes = len({r["node"] for r in gathered})
+            verdict = f"preflight {'FAILED' if failed else 'passed'}: {world} rank(s) on {nodes} node(s), backend {backend}"
+            print(verdict, flush=True)
+            first = next((f"rank {r['rank']} ({r['node']}): {f}" for r in gathered for f in r["failures"]), None)
+            _write_outcome(not failed, code, verdict + (f"; first failure: {first}" if first else ""),
+                           {"ranks": world, "nodes": nodes, "backend": backend, "allreduce_seconds": round(seconds, 3),
+                            "failures": sum(len(r["failures"]) for r in gathered)})
         except OSError:  # stdout closed: the verdict still stands
             pass
     try:
@@ -409,5 +442,18 @@ def main(argv: list[str] | None = None) -> int:
     return code  # ...then all leave together (see _exit_now)
 
 
+def _main_reporting() -> int:
+    """:func:`main`; an exception (a rendezvous that times out, a backend that fails) is
+    printed as Python would, then its outcome line, and the exit code is 1."""
+    try:
+        return main()
+    except Exception as exc:  # noqa: BLE001 - printed in full; the outcome line names it
+        import traceback
+
+        traceback.print_exc()
+        _write_outcome(False, 1, " ".join(traceback.format_exception_only(type(exc), exc)[-1].split()))
+        return 1
+
+
 if __name__ == "__main__":
-    _exit_now(main())
+    _exit_now(_main_reporting())

@@ -46,7 +46,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Load the config, choose the backend and evaluate; returns the process exit code."""
-    from nemotron.training.evaluate import main as eval_main
+    from nemotron.training.eval_entry import main as eval_main
 
     return eval_main(argv, script=__file__)
 
