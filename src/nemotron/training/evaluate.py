@@ -192,6 +192,7 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
         "tokenizer": tokenizer,
         "device": fb.get("device") or "auto",
         "batch_size": int(fb.get("batch_size") or 16),
+        "chain": fb.get("chain", True) is not False,
         "tasks": plan_tasks,
     }
 
@@ -235,7 +236,7 @@ def load_model(path: str, device: Any) -> tuple[Any, dict[str, Any]]:
         model.load_state_dict(state["model"])
     model.to(device).eval()
     info = {"checkpoint": str(p), "step": int(state.get("step", 0)), "stage": state.get("task"),
-            "model_config": shape}
+            "model_config": shape, "init_from": state.get("init_from")}
     return model, info
 
 
@@ -250,14 +251,8 @@ def _device(name: str) -> Any:
     return torch.device("cpu")
 
 
-def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate ``plan`` (:func:`fallback_plan`, resolved); returns the results record."""
-    t0 = time.perf_counter()
-    model, info = load_model(plan["model"]["path"], _device(str(plan["device"])))
-    shape = info["model_config"]
-    _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "
-         f"{info['step']}; tiny GPT {shape['n_layer']}x{shape['d_model']}, vocab {shape['vocab_size']}, "
-         f"context {shape['seq_length']})")
+def run_tasks(model: Any, plan: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run ``plan``'s tasks on ``model``: ``(results per task, flat metrics)``."""
     tasks: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     for task in plan["tasks"]:
@@ -271,9 +266,32 @@ def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
         tasks[name] = result
         for flat, key in METRICS[name].items():
             metrics[flat] = result[key]
+    return tasks, metrics
+
+
+def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate ``plan`` (:func:`fallback_plan`, resolved); returns the results record.
+
+    With ``plan["chain"]`` (the default) the models the evaluated one was trained from
+    are evaluated too (``chain`` in the record: :mod:`nemotron.training.eval_chain`)."""
+    t0 = time.perf_counter()
+    device = _device(str(plan["device"]))
+    model, info = load_model(plan["model"]["path"], device)
+    shape = info["model_config"]
+    _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "
+         f"{info['step']}; tiny GPT {shape['n_layer']}x{shape['d_model']}, vocab {shape['vocab_size']}, "
+         f"context {shape['seq_length']})")
+    tasks, metrics = run_tasks(model, plan)
+    for name, result in tasks.items():
         _say(f"[eval] {name}: done in {result['seconds']:.1f} s")
-    return {"backend": "torch-fallback", "model": {**plan["model"], **{k: v for k, v in info.items()}},
-            "tasks": tasks, "metrics": metrics, "seconds": time.perf_counter() - t0}
+    record = {"backend": "torch-fallback", "model": {**plan["model"], **info}, "tasks": tasks, "metrics": metrics}
+    if plan.get("chain", True):
+        from .eval_chain import evaluate_chain
+
+        record["chain"] = evaluate_chain(info, metrics, load=lambda path: load_model(path, device),
+                                         run=lambda m: run_tasks(m, plan))
+    record["seconds"] = time.perf_counter() - t0
+    return record
 
 
 def _fmt(value: Any) -> str:
@@ -364,6 +382,8 @@ def publish_results(cfg: Any, results_path: Path, results: dict[str, Any], confi
             "config": str(config_path)}
     if results.get("invocation_id"):
         meta["invocation_id"] = results["invocation_id"]
+    if results.get("chain"):
+        meta["chain"] = [{k: row.get(k) for k in ("model", "step", "metrics")} for row in results["chain"]]
     art = registry.publish(str(name), results_path, metadata=meta)
     _say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
 
@@ -411,6 +431,11 @@ def main(argv: list[str] | None = None, *, script: str | None = None) -> int:
         atomic_write_text(results_path, json.dumps(results, indent=2, default=str) + "\n")
         _say(f"[eval] results: {results_path}")
         publish_results(cfg, results_path, results, config_path)
+        if results.get("chain"):
+            from .eval_chain import table_lines
+
+            for line in table_lines(results["chain"], results["tasks"]):
+                _say(line)
         _say(summary_line(results))
         return 0
     except NemoRunspecError as exc:
