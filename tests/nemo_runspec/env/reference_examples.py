@@ -82,6 +82,15 @@ EXAMPLES = {
         packager = "none"
         """, {"git": {"packager": "git"}, "pattern": {"packager": "pattern"}, "hybrid": {},
               "none": {"packager": "none"}}),
+    "git packager options": ("""
+        [my-cluster]
+        executor = "slurm"
+        packager = "git"
+        subpath = "src"
+        include_submodules = false
+        include_pattern = "nemotron/recipes/nano3/stage0_pretrain/config/*.yaml"
+        """, {"my-cluster": {"packager": "git", "packager_subpath": "src", "include_submodules": False,
+                             "packager_include_pattern": "nemotron/recipes/nano3/stage0_pretrain/config/*.yaml"}}),
     "package readme": ("""
         [base]
         executor = "slurm"
