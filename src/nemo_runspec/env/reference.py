@@ -232,3 +232,24 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
         except EnvFileError as exc:
             raise rename_in_error(exc, renamed) from None
     return layer
+
+
+def profile_values(env: Any, *, validate: bool = False, table: str = "env",
+                   notes: list[Note] | None = None) -> dict[str, Any]:
+    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
+
+    A plain mapping (``dict``, ``DictConfig``) is read as an env.toml profile
+    (:func:`nemo_runspec.env.reference.translate_mapping`): ``container`` is
+    ``container_image``, an ``env_vars`` list is a table; with ``validate`` it is
+    also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
+    ``table``; what was translated is appended to ``notes``.
+    """
+    if env is None:
+        return {}
+    from nemo_runspec.env.profile import EnvProfile
+
+    if isinstance(env, EnvProfile) or (not isinstance(env, Mapping)
+                                       and isinstance(getattr(env, "values", None), Mapping)):
+        # read, translated and validated already (an EnvProfile, or any object holding its `values`)
+        return {k: v for k, v in env.values.items() if v is not None}
+    return translate_mapping(env, table=table, validate=validate, notes=notes)
