@@ -154,8 +154,13 @@ REFUSED = {
         host = "login.example.com"
         user = "someone"
         identity = "~/.ssh/id_rsa"
-        """, "my-cluster", 6, "requires remote_job_dir"),
+        """, "my-cluster", 6, 'requires remote_job_dir, the job directory on the cluster\'s shared filesystem '
+               "(there is no default: this machine cannot see that filesystem); the reference's SSH example needs "
+               'this one more key: tunnel = "ssh", host = "login.example.com", user = "someone", '
+               'identity = "~/.ssh/id_rsa", remote_job_dir = "/lustre/someone/nemotron-jobs"'),
 }
 
 # packager = "none": the code must already be on the cluster, and where is the profile's workdir
-DRY_RUN_REFUSED = {"none": 'packager = "none" ships no code'}
+DRY_RUN_REFUSED = {"none": 'packager = "none" ships no code, so the job needs a working directory that already '
+                           'holds it (the reference\'s example needs this one more key: executor = "slurm", '
+                           'packager = "none", workdir = "/lustre/you/project"'}
