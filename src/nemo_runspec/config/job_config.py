@@ -179,11 +179,9 @@ def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
 def _attribute(env_profile: Any, name: str) -> Any:
     """``env_profile.<name>`` of an ``EnvProfile`` (or an object like it); None for a plain
     mapping or ``DictConfig``, whose keys are settings."""
-    from nemo_runspec.env.profile import EnvProfile
+    from nemo_runspec.env.reference import holds_profile_values
 
-    if isinstance(env_profile, Mapping | DictConfig) and not isinstance(env_profile, EnvProfile):
-        return None
-    return getattr(env_profile, name, None)
+    return getattr(env_profile, name, None) if holds_profile_values(env_profile) else None
 
 
 def _profile_label(env_profile: Any, profile: str | None = None) -> Callable[[str], str]:

@@ -8,19 +8,16 @@ the value and the type the key expects, before any job is built: a sweep-shaped
 Keys holding strings, lists, mappings or ``null`` take any value. To change a key's
 type on purpose, delete it and add it again: ``~KEY +KEY=VALUE``.
 
-:func:`check_value_type` is called by :func:`nemo_runspec.config.overrides.apply_overrides`
+:func:`check_value_type` (key, value, and the value it replaces) is called by :func:`nemo_runspec.config.overrides.apply_overrides`
 for each override that sets an existing key (``KEY=v`` and ``++KEY=v``).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nemo_runspec.errors import ConfigError
-
-if TYPE_CHECKING:
-    from nemo_runspec.config.overrides import Override
 
 #: the key types that are checked, and how messages name them
 TYPE_NAMES: dict[type, str] = {bool: "a bool (true or false)", int: "an int", float: "a float"}
@@ -52,20 +49,19 @@ def _shown(value: Any) -> str:
     return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else type(value).__name__
 
 
-def check_value_type(ov: Override, current: Any, *, where: str = "") -> None:
-    """Raise a one-line :class:`ConfigError` when ``ov``'s value does not fit the type of
-    ``current``, the value of the key it sets (see the module docstring). ``where``
-    names the overrides' source in the message (``" from run.yaml"``, empty for the
-    command line)."""
+def check_value_type(raw: str, key: str, value: Any, current: Any, *, where: str = "") -> None:
+    """Raise a one-line :class:`ConfigError` when ``value``, the parsed value of the
+    override ``raw`` that sets ``key``, does not fit the type of ``current``, the key's
+    value now (see the module docstring). ``where`` names the overrides' source in the
+    message (``" from run.yaml"``, empty for the command line)."""
     kind = _type_of(current)
-    if kind is None or fits(ov.value, kind):
+    if kind is None or fits(value, kind):
         return
     shown = str(current).lower() if kind is bool else repr(current)
-    example = shlex.quote(f"{ov.key}={shown}")
-    raw = f"'{ov.raw}'" if ov.raw.isprintable() else repr(ov.raw)
+    example = shlex.quote(f"{key}={shown}")
+    quoted = f"'{raw}'" if raw.isprintable() else repr(raw)
     raise ConfigError(
-        f"invalid value in override {raw}{where}: {ov.key} expects {TYPE_NAMES[kind]}, "
-        f"got {_shown(ov.value)}",
-        key=ov.key,
-        hint=f"it is {shown} now, e.g. {example}; to give it another type: ~{ov.key} +{ov.key}=VALUE",
+        f"invalid value in override {quoted}{where}: {key} expects {TYPE_NAMES[kind]}, got {_shown(value)}",
+        key=key,
+        hint=f"it is {shown} now, e.g. {example}; to give it another type: ~{key} +{key}=VALUE",
     )

@@ -509,7 +509,7 @@ def _apply_one(data: dict[str, Any], ov: Override, where: str, profile_keys: Cal
         if isinstance(node, list):
             raise _not_an_index(ov, depth, node, where)
     else:
-        check_value_type(ov, node[k], where=where)
+        check_value_type(ov.raw, ov.key, ov.value, node[k], where=where)
     node[k] = copy.deepcopy(ov.value)
 
 

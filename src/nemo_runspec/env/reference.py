@@ -246,10 +246,12 @@ def profile_values(env: Any, *, validate: bool = False, table: str = "env",
     """
     if env is None:
         return {}
-    from nemo_runspec.env.profile import EnvProfile
-
-    if isinstance(env, EnvProfile) or (not isinstance(env, Mapping)
-                                       and isinstance(getattr(env, "values", None), Mapping)):
-        # read, translated and validated already (an EnvProfile, or any object holding its `values`)
+    if holds_profile_values(env):  # read, translated and validated already
         return {k: v for k, v in env.values.items() if v is not None}
     return translate_mapping(env, table=table, validate=validate, notes=notes)
+
+
+def holds_profile_values(env: Any) -> bool:
+    """True for an ``EnvProfile`` or any object holding its set keys as a ``values``
+    mapping; False for a plain mapping or ``DictConfig`` (whose ``values`` is a method)."""
+    return isinstance(getattr(env, "values", None), Mapping)
