@@ -316,7 +316,7 @@ def run_fallback(kind: str, cfg: Any) -> int:
               "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
     init_from = _pretrained_dir(cfg, kind)
     wandb_run = start_wandb_run(cfg, kind, settings)
-    dist = init_distributed(settings.device)
+    dist = init_distributed(settings.device, settings.threads)
     code = 1
     try:
         summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from,

@@ -192,6 +192,7 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
         "tokenizer": tokenizer,
         "device": fb.get("device") or "auto",
         "batch_size": int(fb.get("batch_size") or 16),
+        "threads": fb.get("threads"),
         "chain": fb.get("chain", True) is not False,
         "tasks": plan_tasks,
     }
@@ -276,6 +277,10 @@ def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
     are evaluated too (``chain`` in the record: :mod:`nemotron.training.eval_chain`)."""
     t0 = time.perf_counter()
     device = _device(str(plan["device"]))
+    if plan.get("threads") and device.type == "cpu":
+        import torch
+
+        torch.set_num_threads(int(plan["threads"]))
     model, info = load_model(plan["model"]["path"], device)
     shape = info["model_config"]
     _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "

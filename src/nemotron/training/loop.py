@@ -45,6 +45,7 @@ class Settings:
     keep_checkpoints: int = 2
     seed: int = 1234
     device: str = "auto"
+    threads: int | None = None
     model: dict[str, int] = field(default_factory=lambda: {"n_layer": 2, "n_head": 2, "d_model": 64})
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -60,6 +61,8 @@ class Settings:
         for name in ("max_steps", "micro_batch_size"):
             if int(getattr(s, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(s, name)}", key=f"fallback.{name}")
+        if s.threads is not None and int(s.threads) < 1:
+            raise ConfigError(f"threads must be >= 1 or null, got {s.threads}", key="fallback.threads")
         if s.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"unknown device {s.device!r}", key="fallback.device", hint="use auto, cpu or cuda")
         return s
@@ -96,8 +99,11 @@ class Dist:
         return self.rank == 0
 
 
-def init_distributed(device: str = "auto") -> Dist:
-    """Init ``torch.distributed`` from the environment when ``WORLD_SIZE > 1``; pick the device."""
+def init_distributed(device: str = "auto", threads: int | None = None) -> Dist:
+    """Init ``torch.distributed`` from the environment when ``WORLD_SIZE > 1``; pick the device.
+
+    On the CPU each process uses ``threads`` intra-op threads (``fallback.threads``),
+    by default the cores divided among the node's processes."""
     import torch
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -112,7 +118,7 @@ def init_distributed(device: str = "auto") -> Dist:
     else:
         dev = torch.device("cpu")
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
+        torch.set_num_threads(int(threads) if threads else max(1, (os.cpu_count() or 1) // max(1, local_world)))
     if world > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend="nccl" if use_cuda else "gloo")
     return Dist(rank=rank, world=world, local_rank=local_rank, device=dev)

@@ -3,12 +3,16 @@ walks that record back into the chain's table (nemotron.training.eval_chain)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
 from nemotron.training.checkpoint import save_checkpoint
 from nemotron.training.entry import _pretrained_dir
 from nemotron.training.eval_chain import evaluate_chain, lineage, table_lines
+
+RECIPES = Path(__file__).resolve().parents[3] / "src" / "nemotron" / "recipes" / "nano3"
 
 
 def _ckpt(tmp_path, name: str, task: str, step: int, origin=None):
@@ -67,3 +71,22 @@ def test_sft_and_rl_start_from_the_model_their_config_names(tmp_path, kind, key)
     cfg.fallback = {"init_from_pretrained": False}
     assert _pretrained_dir(cfg, kind) is None
     assert _pretrained_dir(OmegaConf.create({key: {name: str(tmp_path)}}), "pretrain") is None
+
+
+def test_threads_per_process_come_from_the_config():
+    import torch
+
+    from nemo_runspec.errors import ConfigError
+    from nemotron.training.loop import Settings, init_distributed
+
+    before = torch.get_num_threads()
+    try:
+        init_distributed("cpu", Settings.from_config({"threads": 1}).threads)
+        assert torch.get_num_threads() == 1
+        with pytest.raises(ConfigError, match="threads must be >= 1"):
+            Settings.from_config({"threads": 0})
+    finally:
+        torch.set_num_threads(before)
+    for stage in ("stage0_pretrain", "stage1_sft", "stage2_rl", "eval"):  # the tiny chain runs on one thread each
+        cfg = OmegaConf.load(RECIPES / stage / "config" / "tiny.yaml")
+        assert cfg.fallback.threads == 1, stage
