@@ -176,20 +176,9 @@ def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
     return label
 
 
-def _attribute(env_profile: Any, name: str) -> Any:
-    """``env_profile.<name>`` of an ``EnvProfile`` (or an object like it); None for a plain
-    mapping or ``DictConfig``, whose keys are settings."""
-    from nemo_runspec.env.reference import holds_profile_values
-
-    return getattr(env_profile, name, None) if holds_profile_values(env_profile) else None
-
-
-def _profile_label(env_profile: Any, profile: str | None = None) -> Callable[[str], str]:
-    """Where a profile value came from: its ``file:line [name]`` for an ``EnvProfile``,
-    ``env profile [NAME]`` for a plain mapping (``NAME`` from the command line)."""
-    sources = dict(_attribute(env_profile, "sources") or {})
-    name = _attribute(env_profile, "name")
-    default = f"env.toml [{name}]" if name else f"env profile [{profile}]" if profile else "env profile"
+def _profile_label(env_profile: Any) -> Callable[[str], str]:
+    sources = dict(getattr(env_profile, "sources", None) or {})
+    default = f"env.toml [{getattr(env_profile, 'name', '?')}]"
 
     def label(path: str) -> str:
         src = sources.get(path) or sources.get(path.split(".", 1)[0])
@@ -332,13 +321,15 @@ def build_job_config(
     said once on stderr.
     """
     from nemo_runspec.config.loader import config_info
-    from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged, profile_values
+    from nemo_runspec.env.profile import EnvProfile
+    from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged
     from nemo_runspec.env.validation import rename_in_error
     from nemo_runspec.errors import EnvFileError
 
+    env_profile = EnvProfile.read(env_profile, getattr(ctx, "profile", None))  # also a dict or DictConfig
     data = OmegaConf.to_container(train_config, resolve=False)
     assert isinstance(data, dict)
-    notes: list[Note] = list(_attribute(env_profile, "notes") or [])
+    notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
     data = rewrite_env_synonyms(data, notes)
     run = data.get("run")
     if run is None:
@@ -369,10 +360,9 @@ def build_job_config(
         _merge_layer(env, sources, layer, lambda _p: f"runspec {spec_script}")
     _merge_layer(env, sources, yaml_env, _config_label(train_config, ctx))
     if env_profile is not None:
-        # an EnvProfile, or a plain mapping / DictConfig as the reference's callers pass it
-        values = profile_values(env_profile, table="env_profile", notes=notes)
+        values = dict(getattr(env_profile, "values", None) or {})
         values.pop("extends", None)  # how the profile was assembled, not a setting
-        _merge_layer(env, sources, values, _profile_label(env_profile, getattr(ctx, "profile", None)))
+        _merge_layer(env, sources, values, _profile_label(env_profile))
     env = _apply_cli(env, sources, cli_ops)
     drop_shadowed_alias(env, sources, winner=CLI_LABEL)
     kept = normalize_merged(env, table="run.env", notes=notes,
@@ -395,7 +385,7 @@ def build_job_config(
     info = config_info(train_config)
     profile = getattr(ctx, "profile", None)
     if profile is None and env_profile is not None:
-        profile = _attribute(env_profile, "name")
+        profile = getattr(env_profile, "name", None) or None
     mode, dry_run = effective_mode(getattr(ctx, "mode", "local"), bool(getattr(ctx, "dry_run", False)),
                                    env, sources)
     _run_wandb(data, run, wandb_section)

@@ -14,14 +14,13 @@ a message meant for users.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
-from nemo_runspec.env.executor_keys import DgxPvc, executor_problem
+from nemo_runspec.env.executor_keys import DgxPvc, executor_problem, ssh_job_dir_problem
 from nemo_runspec.env.packager_keys import (
     PROFILE_KEY_USERS,
     SUB_KEY_USERS,
@@ -394,16 +393,7 @@ class EnvProfileModel(BaseModel):
         if self.tunnel == "ssh" and not self.host:
             raise ValueError('tunnel = "ssh" requires host (the login node to submit from)')
         if self.tunnel == "ssh" and not (self.remote_job_dir or self.job_dir):
-            # no default: this machine cannot see the cluster's filesystem to choose a directory
-            # there, and a wrong guess is found only when the job is submitted (docs/env-toml.md)
-            lines = [f"{k} = {json.dumps(v)}" for k, v in
-                     (("tunnel", "ssh"), ("host", self.host), ("user", self.user), ("identity", self.identity)) if v]
-            lines.append(f'remote_job_dir = "/lustre/{self.user or "you"}/nemotron-jobs"')
-            raise ValueError(
-                'tunnel = "ssh" requires remote_job_dir, the job directory on the cluster\'s shared filesystem '
-                "(there is no default: this machine cannot see that filesystem); the reference's SSH example "
-                "needs this one more key: " + ", ".join(lines)
-            )
+            raise ValueError(ssh_job_dir_problem(self.host, self.user, self.identity))
         if self.resilience is not None and self.retries:
             raise ValueError("retries and resilience both requeue the job; remove retries "
                              "(resilience.max_restarts bounds every restart)")
