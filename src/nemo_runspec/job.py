@@ -95,6 +95,15 @@ class CompiledJob:
         return self.executor == "local"
 
     @property
+    def shares_this_machine(self) -> bool:
+        """True when the job sees this machine's filesystem: it runs here (``local``,
+        ``docker``) or on a Slurm cluster this machine is a login node of (``tunnel =
+        "local"``); False over an SSH tunnel or on a cloud executor."""
+        if self.executor == "slurm":
+            return self.run_env.get("tunnel") != "ssh"
+        return self.executor in ("local", "docker")
+
+    @property
     def launch(self) -> str:
         """``torchrun``, ``ray`` or ``direct``, from the runspec."""
         from nemo_runspec.execution.settings import launch_of
@@ -229,5 +238,5 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
         # a dry run shows each reference with what it resolves to instead.
         from nemo_runspec.config.resolvers import check_references
 
-        check_references(job.job_config, job.registry)
+        check_references(job.job_config, job.registry, job_shares_this_machine=job.shares_this_machine)
     return job

@@ -198,8 +198,37 @@ def test_build_job_config_and_save_configs_from_config_loader(tmp_path, env_toml
     job_path, train_path = save_configs(job_config, train_config_for_script, tmp_path / "job")
 
     assert job_config.run.env.partition == "dev-gpu"
+    assert job_config.run.env_sources.partition.endswith("env.toml:8 [dev]")  # the line that set it
     assert job_path.name == "job.yaml" and train_path.name == "train.yaml"
     assert OmegaConf.load(train_path).train.train_iters == 10
+
+
+@pytest.mark.parametrize("kind", ["dict", "DictConfig"])
+def test_build_job_config_takes_the_profile_as_a_plain_mapping(kind):
+    # the reference's callers pass the profile as parse_env returns it there: a DictConfig
+    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.config import build_job_config
+
+    profile = {"executor": "slurm", "account": "acct", "partition": "gpu", "nodes": 2,
+               "container": "nvcr.io/nvidia/nemo:25.11", "env_vars": ["A=1"]}
+    env = OmegaConf.create(profile) if kind == "DictConfig" else profile
+    ctx = GlobalContext(run="dev", argv=["nano3", "pretrain", "--run", "dev"])
+    job_config = build_job_config(OmegaConf.create({"train": {"train_iters": 10}}), ctx, "nano3/pretrain",
+                                  "train.py", ctx.argv, env_profile=env)
+    run_env = OmegaConf.to_container(job_config.run.env)
+    assert run_env["partition"] == "gpu" and run_env["nodes"] == 2
+    assert run_env["container_image"] == "nvcr.io/nvidia/nemo:25.11"  # the reference's forms read as ours
+    assert run_env["env_vars"] == {"A": "1"}
+    assert job_config.run.env_sources.nodes == "env profile [dev]" and job_config.run.profile == "dev"
+
+
+def test_build_job_config_refuses_a_profile_that_is_no_mapping():
+    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.config import build_job_config
+    from nemo_runspec.errors import EnvFileError
+
+    with pytest.raises(EnvFileError, match="env_profile must be a mapping of profile keys, not a list"):
+        build_job_config(OmegaConf.create({}), GlobalContext(), "r", "train.py", [], env_profile=["nodes=2"])
 
 
 # ------------------------------------------------------------------ templates

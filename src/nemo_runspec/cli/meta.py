@@ -23,6 +23,7 @@ panels. The recipe's name, script, config dir and default config come from its r
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,14 @@ class RecipeMeta:
     Attributes:
         name: command name (``pretrain``); a recipe name such as ``nano3/pretrain``
             is accepted, the last part becomes the command name.
-        script_path: absolute path of the recipe script.
-        config_dir: absolute path of its config directory (``*.yaml`` are listed).
+        script_path: path of the recipe script.
+        config_dir: path of its config directory (``*.yaml`` are listed).
+
+    Both may be strings (the reference passes repository-relative ones such as
+    ``"src/nemotron/recipes/nano3/stage0_pretrain/config"``); they are made absolute:
+    a relative path against the current directory when it exists there (where the
+    reference runs its CLI from), else against the nearest directory above the
+    script that holds it (the repository), else it stays as written.
         default_config: name of the config used without ``-c``.
         input_artifacts: artifact name -> description of what the recipe consumes.
         output_artifacts: artifact name -> description of what it produces.
@@ -54,6 +61,11 @@ class RecipeMeta:
     output_artifacts: dict[str, str] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
     description: str = ""
+
+    def __post_init__(self) -> None:
+        script = _absolute(self.script_path, None)
+        object.__setattr__(self, "script_path", script)
+        object.__setattr__(self, "config_dir", _absolute(self.config_dir, script))
 
     @property
     def command_name(self) -> str:
@@ -100,3 +112,15 @@ def _pairs(items: list[str]) -> dict[str, str]:
         name, _, text = item.partition(":")
         out[name.strip()] = text.strip()
     return out
+
+
+def _absolute(path: str | os.PathLike[str], script: Path | None) -> Path:
+    """``path`` made absolute (see :class:`RecipeMeta`)."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p.absolute()
+    if script is not None and script.is_absolute():
+        for base in script.parents:
+            if (base / p).exists():
+                return base / p
+    return p

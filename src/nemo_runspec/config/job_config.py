@@ -321,10 +321,12 @@ def build_job_config(
     said once on stderr.
     """
     from nemo_runspec.config.loader import config_info
+    from nemo_runspec.env.profile import EnvProfile
     from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged
     from nemo_runspec.env.validation import rename_in_error
     from nemo_runspec.errors import EnvFileError
 
+    env_profile = EnvProfile.read(env_profile, getattr(ctx, "profile", None))  # also a dict or DictConfig
     data = OmegaConf.to_container(train_config, resolve=False)
     assert isinstance(data, dict)
     notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
@@ -383,7 +385,7 @@ def build_job_config(
     info = config_info(train_config)
     profile = getattr(ctx, "profile", None)
     if profile is None and env_profile is not None:
-        profile = getattr(env_profile, "name", None)
+        profile = getattr(env_profile, "name", None) or None
     mode, dry_run = effective_mode(getattr(ctx, "mode", "local"), bool(getattr(ctx, "dry_run", False)),
                                    env, sources)
     _run_wandb(data, run, wandb_section)

@@ -43,6 +43,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from nemo_runspec._suggest import closest
+from nemo_runspec.config.override_types import check_value_type
 from nemo_runspec.config.yaml_io import yaml_loader
 from nemo_runspec.errors import ConfigError
 
@@ -74,6 +75,8 @@ class Override:
         return self.text is not None
 
 
+#: ``KEY==VALUE`` (a doubled ``=``) leaves a value starting with ``=``: a mistake for any key
+_LEADING_EQUALS = "the value starts with '=', one '=' too many"
 _SEXAGESIMAL = re.compile(r"[-+]?\d+(?::[0-5]?\d)+(?:\.\d*)?")
 _CLOSE = {"[": "]", "{": "}"}
 _OPEN = {v: k for k, v in _CLOSE.items()}
@@ -96,6 +99,8 @@ def _parse(text: str) -> tuple[Any, str | None]:
     """``(value, None)``, or ``(text, why the value is a mistake)``."""
     if text == "":
         return "", None
+    if text.startswith("="):
+        return text, _LEADING_EQUALS
     if _SEXAGESIMAL.fullmatch(text.strip()):
         # YAML 1.1 reads 10:00:00 as 36000 (base 60): a Slurm time limit of 25 days.
         return text, None
@@ -276,6 +281,9 @@ def _quote_hint(key: str | None, text: str, problem: str) -> str:
 
     if problem.startswith("malformed interpolation"):
         return _INTERPOLATION_HINT
+    if problem == _LEADING_EQUALS and key is not None:
+        return f"write {shlex.quote(f'{key}={text[1:]}')}; text that starts with '=' is quoted: " \
+               f"{shlex.quote(f'{key}={json.dumps(text)}')}"
     quoted = json.dumps(text, ensure_ascii=not text.isprintable())  # a YAML double-quoted string
     if key is None:
         return f"to pass it as text, quote it: {quoted}"
@@ -504,6 +512,8 @@ def _apply_one(data: dict[str, Any], ov: Override, where: str, profile_keys: Cal
             raise _unknown(ov, depth, node, where, _env_extra(ov, depth, profile_keys))
         if isinstance(node, list):
             raise _not_an_index(ov, depth, node, where)
+    else:
+        check_value_type(ov.raw, ov.key, ov.value, node[k], where=where)
     node[k] = copy.deepcopy(ov.value)
 
 
@@ -567,7 +577,7 @@ def apply_to_data(data: dict[str, Any], overrides: Iterable[str], *, source: str
             raise ConfigError(
                 f"invalid value in override {_show(ov.raw)}{where}: {ov.problem}",
                 key=ov.key,
-                hint=_quote_hint(ov.key, ov.text, ov.problem),
+                hint=_quote_hint(ov.raw.split("=", 1)[0].strip(), ov.text, ov.problem),
             )
     cache: dict[str, frozenset[str] | None] = {}
 

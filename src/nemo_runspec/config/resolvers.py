@@ -214,11 +214,21 @@ def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
     return out
 
 
-def registry_reachable(registry: Any) -> bool:
-    """True when ``registry`` can be checked from this machine: a file/fsspec
-    registry whose root (or, for a registry nothing was published to yet, its
-    parent dir) exists here. A root on the cluster's filesystem that this
-    machine does not mount (``/lustre/...`` over an SSH tunnel) is not."""
+def registry_reachable(registry: Any, *, job_shares_this_machine: bool = True) -> bool:
+    """True when ``registry``'s references can be checked from this machine before a job starts.
+
+    - A local path, when the job runs here or on a cluster that shares this machine's
+      filesystem (``job_shares_this_machine``: no profile, ``executor = "local"``, a
+      ``tunnel = "local"`` Slurm login node): always, a root nothing was published to
+      yet included (it holds no artifact, so every reference is missing).
+    - A local path a job submitted over SSH reads on the cluster: when its root, or
+      for a registry nothing was published to yet its parent dir, exists here (the
+      cluster's filesystem mounted on this machine). ``/lustre/...`` not mounted here
+      is not.
+    - Any other fsspec store (``s3://...``): when it answers from here.
+
+    A W&B registry is not contacted before submission: False.
+    """
     from nemo_runspec.artifacts.registry import FsspecBackend
 
     backend = getattr(registry, "backend", None)
@@ -228,21 +238,34 @@ def registry_reachable(registry: Any) -> bool:
     try:
         if backend.fs.exists(root):
             return True
+        protocols = backend.fs.protocol if isinstance(backend.fs.protocol, tuple) else (backend.fs.protocol,)
+        if not {"file", "local"} & set(protocols):
+            return True  # the store answered: nothing published there yet
+        if job_shares_this_machine:
+            return True
         parent = root.rstrip("/").rsplit("/", 1)[0] or "/"
-        return "://" not in root and backend.fs.exists(parent)
-    except Exception:  # noqa: BLE001 - an unreachable store is simply not checked
+        return backend.fs.exists(parent)
+    except Exception:  # noqa: BLE001 - a store that does not answer from here is left to the job
         return False
 
 
-def check_references(cfg: Any, registry: Any) -> None:
+_NOTED: set[str] = set()
+
+
+def check_references(cfg: Any, registry: Any, *, job_shares_this_machine: bool = True) -> None:
     """Raise a one-line :class:`~nemo_runspec.errors.ConfigError` for the first
     ``${art:...}`` in ``cfg`` that does not resolve, before anything runs or is
-    submitted. Registries this machine cannot read (:func:`registry_reachable`)
-    are left to the job, which resolves references when it starts."""
+    submitted. A registry this machine cannot read (:func:`registry_reachable`) is
+    left to the job, which resolves references when it starts; one ``note:`` line
+    on stderr says so (once per registry in a process)."""
+    import sys
+
     from nemo_runspec.errors import ConfigError
 
-    for row in describe_references(cfg, registry=registry):
-        if "error" in row and (row.get("ref") == "?" or registry_reachable(registry)):
+    rows = describe_references(cfg, registry=registry)
+    reachable = registry_reachable(registry, job_shares_this_machine=job_shares_this_machine)
+    for row in rows:
+        if "error" in row and (row.get("ref") == "?" or reachable):
             users = _keys_using(cfg, row["ref"])
             used = f" (used by {', '.join(users)})" if users else ""
             without = (f"; to run without it, set {users[0]}=null" if len(users) == 1 else "")
@@ -252,6 +275,12 @@ def check_references(cfg: Any, registry: Any) -> None:
                 hint=(row.get("hint") or "publish it first, or point the config at an existing "
                                          "artifact with +run.KEY=NAME:VERSION") + without,
             )
+    location = str(getattr(registry, "location", "") or "")
+    if rows and not reachable and location not in _NOTED:
+        _NOTED.add(location)
+        refs = ", ".join(row["ref"] for row in rows)
+        print(f"note: artifact registry {location} cannot be read from this machine; the job resolves "
+              f"{refs} when it starts", file=sys.stderr)
 
 
 def _keys_using(cfg: Any, ref: str) -> list[str]:

@@ -103,6 +103,18 @@ def unused_executor_keys(executor: str, values: Mapping[str, Any]) -> list[str]:
             if values.get(k) is not None and executor not in users and counts(users)]
 
 
+def ssh_job_dir_problem(host: str | None, user: str | None, identity: str | None) -> str:
+    """Why a ``tunnel = "ssh"`` profile without ``remote_job_dir`` (the reference's SSH
+    example) is refused, quoting the profile's SSH keys with the one to add. There is no
+    default: this machine cannot see the cluster's filesystem to choose a directory
+    there, and a wrong guess would surface only at submission (docs/env-toml.md)."""
+    keys = {"tunnel": "ssh", "host": host, "user": user, "identity": identity,
+            "remote_job_dir": f"/lustre/{user or 'you'}/nemotron-jobs"}
+    return ('tunnel = "ssh" requires remote_job_dir, the job directory on the cluster\'s shared filesystem '
+            "(there is no default: this machine cannot see that filesystem); the reference's SSH example "
+            "needs this one more key: " + ", ".join(f'{k} = "{v}"' for k, v in keys.items() if v))
+
+
 def executor_problem(executor: str, values: Mapping[str, Any]) -> str | None:
     """The first problem of a merged profile for its executor, as one message starting with the key."""
     for key in unused_executor_keys(executor, values):

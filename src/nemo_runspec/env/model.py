@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
-from nemo_runspec.env.executor_keys import DgxPvc, executor_problem
+from nemo_runspec.env.executor_keys import DgxPvc, executor_problem, ssh_job_dir_problem
 from nemo_runspec.env.packager_keys import (
     PROFILE_KEY_USERS,
     SUB_KEY_USERS,
@@ -396,10 +396,7 @@ class EnvProfileModel(BaseModel):
         if self.tunnel == "ssh" and not self.host:
             raise ValueError('tunnel = "ssh" requires host (the login node to submit from)')
         if self.tunnel == "ssh" and not (self.remote_job_dir or self.job_dir):
-            raise ValueError(
-                'tunnel = "ssh" requires remote_job_dir (where job files go on the cluster\'s shared '
-                'filesystem, e.g. remote_job_dir = "/lustre/you/jobs")'
-            )
+            raise ValueError(ssh_job_dir_problem(self.host, self.user, self.identity))
         if self.resilience is not None and self.retries:
             raise ValueError("retries and resilience both requeue the job; remove retries "
                              "(resilience.max_restarts bounds every restart)")

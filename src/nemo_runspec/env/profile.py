@@ -90,6 +90,22 @@ class EnvProfile(Mapping[str, Any]):
         self.sources = sources
         self.notes = list(notes or [])
 
+    @classmethod
+    def read(cls, env: Any, name: str | None = None) -> Any:
+        """``env`` as a profile: an ``EnvProfile`` (or any object holding its ``values``) or
+        None as it is; a plain mapping or ``DictConfig`` (as the reference's callers pass
+        one) read like an env.toml profile (``container``, ``env_vars`` lists:
+        :func:`~nemo_runspec.env.reference.translate_mapping`), named ``name``, its values'
+        source ``env profile [name]``; anything else is an ``EnvFileError``."""
+        from nemo_runspec.env.reference import holds_profile_values, translate_mapping
+
+        if env is None or holds_profile_values(env):
+            return env
+        notes: list[Note] = []
+        values = translate_mapping(env, table="env_profile", validate=False, notes=notes)
+        where = Source(name, "env profile", None)
+        return cls(name or "", None, [name] if name else [], values, dict.fromkeys(values, where), notes)
+
     def __repr__(self) -> str:
         return f"EnvProfile(name={self.name!r}, path={self.path!r}, chain={self.chain!r}, values={self.values!r})"
 

@@ -9,8 +9,12 @@ the recipe YAML's ``run.env`` and to ``run.env.KEY=...`` on the command line.
 
 Per table (one profile, one YAML ``run.env``), before validation:
 
-- **synonyms**: ``container`` is ``container_image``. With both in one table
-  ``container_image`` wins (as in the reference) and a note says so.
+- **synonyms** (:data:`SYNONYMS`): ``container`` is ``container_image``; the
+  packager options under nemo-run's names, ``subpath``, ``include_pattern`` and
+  ``relative_path``, are ``packager_subpath``, ``packager_include_pattern`` and
+  ``packager_relative_path`` (``include_submodules`` is the same name in both). With
+  both spellings in one table ours wins (as ``container_image`` does in the
+  reference) and a note says so.
 - ``env_vars`` as an **array of "NAME=value" strings** becomes the table
   ``{NAME = "value"}`` (split at the first ``=``; a later entry for the same
   name wins). Secret-looking names stay secrets: after this they are ordinary
@@ -43,9 +47,12 @@ from typing import Any
 
 from nemo_runspec.errors import EnvFileError
 
-#: reference spelling -> our key
+#: reference spelling -> our key. The packager options are nemo-run's own names
+#: (GitArchivePackager/PatternPackager), as the reference's packager tables list them.
 SYNONYMS: dict[str, str] = {"container": "container_image", "app_id": "client_id",
-                            "app_secret": "client_secret"}
+                            "app_secret": "client_secret", "subpath": "packager_subpath",
+                            "include_pattern": "packager_include_pattern",
+                            "relative_path": "packager_relative_path"}
 
 #: profile keys a command line may give as ``run.KEY=v`` besides ``run.env.KEY=v``
 #: (all profile keys and synonyms except these two, which describe the profile itself)
@@ -225,3 +232,26 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
         except EnvFileError as exc:
             raise rename_in_error(exc, renamed) from None
     return layer
+
+
+def profile_values(env: Any, *, validate: bool = False, table: str = "env",
+                   notes: list[Note] | None = None) -> dict[str, Any]:
+    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
+
+    A plain mapping (``dict``, ``DictConfig``) is read as an env.toml profile
+    (:func:`nemo_runspec.env.reference.translate_mapping`): ``container`` is
+    ``container_image``, an ``env_vars`` list is a table; with ``validate`` it is
+    also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
+    ``table``; what was translated is appended to ``notes``.
+    """
+    if env is None:
+        return {}
+    if holds_profile_values(env):  # read, translated and validated already
+        return {k: v for k, v in env.values.items() if v is not None}
+    return translate_mapping(env, table=table, validate=validate, notes=notes)
+
+
+def holds_profile_values(env: Any) -> bool:
+    """True for an ``EnvProfile`` or any object holding its set keys as a ``values``
+    mapping; False for a plain mapping or ``DictConfig`` (whose ``values`` is a method)."""
+    return isinstance(getattr(env, "values", None), Mapping)

@@ -12,28 +12,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from nemo_runspec.env.reference import profile_values  # noqa: F401 - read here by its callers
 from nemo_runspec.script_values import DISABLED_IMAGES  # "no container: run bare metal"
-
-
-def profile_values(env: Any, *, validate: bool = False) -> dict[str, Any]:
-    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
-
-    A plain mapping (``dict``, ``DictConfig``) is read as an env.toml profile
-    (:func:`nemo_runspec.env.reference.translate_mapping`): ``container`` is
-    ``container_image``, an ``env_vars`` list is a table; with ``validate`` it is
-    also checked like a profile (unknown keys, types), an ``EnvFileError`` naming ``env``.
-    """
-    if env is None:
-        return {}
-    from nemo_runspec.env.profile import EnvProfile
-
-    if isinstance(env, EnvProfile) or (not isinstance(env, Mapping)
-                                       and isinstance(getattr(env, "values", None), Mapping)):
-        # read, translated and validated already (an EnvProfile, or any object holding its `values`)
-        return {k: v for k, v in env.values.items() if v is not None}
-    from nemo_runspec.env.reference import translate_mapping
-
-    return translate_mapping(env, table="env", validate=validate)
 
 
 def lookup(obj: Any, *path: str, default: Any = None) -> Any:

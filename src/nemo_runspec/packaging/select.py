@@ -172,9 +172,12 @@ def build_packager(
     if kind == "none":
         workdir = getattr(getattr(runspec, "run", None), "workdir", None) or profile_values.get("workdir")
         if not workdir:
+            # no default: only the user knows where the code is on the cluster or in the image
             raise PackagingError(
                 'packager = "none" ships no code, so the job needs a working directory that already holds it',
-                hint="set run.workdir in the script's [tool.runspec] or workdir in the profile",
+                hint='the reference\'s example needs this one more key: executor = "slurm", packager = "none", '
+                     'workdir = "/lustre/you/project", the directory holding the code on the cluster or in the '
+                     "image; or set run.workdir in the script's [tool.runspec]",
                 **_where(sources, "packager"),
             )
         plan.workdir = str(workdir)

@@ -267,17 +267,27 @@ def publish_checkpoint(cfg: Any, kind: str, config_path: str, *, backend: str) -
     return str(art.ref)
 
 
+#: Where each stage names the model it starts from (``${art:model,path}`` in the nano3
+#: configs): SFT the pretrain checkpoint, RL (NeMo-RL's policy) the SFT checkpoint.
+INIT_KEYS = {"sft": "checkpoint.pretrained_checkpoint", "rl": "policy.model_name"}
+
+
 def _pretrained_dir(cfg: Any, kind: str) -> str | None:
-    """SFT starts from the pretrain checkpoint (``checkpoint.pretrained_checkpoint``,
-    usually ``${art:model,path}``). Unset, or ``fallback.init_from_pretrained: false``:
-    from scratch. Set but unresolvable: a one-line warning, then from scratch, so
-    the tiny chain also runs without a pretrain stage."""
-    if kind != "sft" or (cfg.get("fallback") or {}).get("init_from_pretrained") is False:
+    """The previous stage's checkpoint this stage starts from: :data:`INIT_KEYS`. Unset,
+    or ``fallback.init_from_pretrained: false``: from scratch. Set but unresolvable:
+    a one-line warning, then from scratch, so the script also runs on its own (the CLI
+    refuses a missing ``${art:...}`` before anything starts)."""
+    key = INIT_KEYS.get(kind)
+    if key is None or (cfg.get("fallback") or {}).get("init_from_pretrained") is False:
         return None
-    if not ((cfg.get("checkpoint") or {}).get("pretrained_checkpoint")):
+    from omegaconf import OmegaConf
+
+    from nemo_runspec.dotted import lookup
+
+    if not lookup(OmegaConf.to_container(cfg, resolve=False), key):
         return None
     try:
-        return resolve_path_key(cfg, "checkpoint.pretrained_checkpoint")
+        return resolve_path_key(cfg, key)
     except NemoRunspecError as exc:
         print(f"warning: nano3/{kind}: training from scratch: {exc}", file=sys.stderr)
         return None
@@ -316,11 +326,12 @@ def run_fallback(kind: str, cfg: Any, report: Any = None) -> int:
               "with greedy-decoding accuracy; use NeMo-RL for GRPO.", flush=True)
     init_from = _pretrained_dir(cfg, kind)
     wandb_run = start_wandb_run(cfg, kind, settings)
-    dist = init_distributed(settings.device)
+    dist = init_distributed(settings.device, settings.threads)
     log = progress.start(job_dir()) if dist.is_main else print  # progress.jsonl (nemotron report)
     code = 1
     try:
         summary = train(task, settings, _checkpoint_dir(cfg, kind), dist, init_from=init_from, log=log,
+                        init_key=INIT_KEYS.get(kind, "checkpoint.pretrained_checkpoint"),
                         metrics=wandb_run.log if wandb_run is not None else None)
         code = EXIT_REQUEUE if summary.get("stopped") else 0
         if report is not None:

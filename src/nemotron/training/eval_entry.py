@@ -80,6 +80,11 @@ def _main(report: Any, argv: list[str] | None, script: str | None) -> int:
         atomic_write_text(results_path, json.dumps(results, indent=2, default=str) + "\n")
         _say(f"[eval] results: {results_path}")
         publish_results(cfg, results_path, results, config_path)
+        if results.get("chain"):  # the fallback chain's table (training/eval_chain.py)
+            from .eval_chain import table_lines
+
+            for table_line in table_lines(results["chain"], results["tasks"]):
+                _say(table_line)
         line = summary_line(results)
         _say(line)
         metrics = {k: v for k, v in (results.get("metrics") or {}).items() if isinstance(v, int | float | str)}

@@ -39,15 +39,16 @@ run here).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec.dotted import lookup
 from nemo_runspec.errors import ConfigError, ExecutionError
+
+# the tasks' own module; their names stay importable from here
+from .eval_tasks import METRICS, TASK_FUNCTIONS, answer_exact_match, heldout_perplexity  # noqa: F401
 
 NATIVE_MODULE = "nemo_evaluator_launcher"
 #: Where the checkpoint to evaluate is named, for either backend.
@@ -189,6 +190,8 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
         "tokenizer": tokenizer,
         "device": fb.get("device") or "auto",
         "batch_size": int(fb.get("batch_size") or 16),
+        "threads": fb.get("threads"),
+        "chain": fb.get("chain", True) is not False,
         "tasks": plan_tasks,
     }
 
@@ -232,117 +235,9 @@ def load_model(path: str, device: Any) -> tuple[Any, dict[str, Any]]:
         model.load_state_dict(state["model"])
     model.to(device).eval()
     info = {"checkpoint": str(p), "step": int(state.get("step", 0)), "stage": state.get("task"),
-            "model_config": shape}
+            "model_config": shape, "init_from": state.get("init_from")}
     return model, info
 
-
-def heldout_perplexity(model: Any, data_path: str, *, split: str = "test", batch_size: int = 16,
-                       **_: Any) -> dict[str, Any]:
-    """Next-token loss over every token of ``split`` of the pretrain data at ``data_path``."""
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-
-    from .data import IndexedBin, load_blend
-
-    blend = load_blend(data_path)
-    entries = blend.get(split) or []
-    if not entries:
-        raise ConfigError(f"blend.json under {data_path} has no {split!r} split (it has "
-                          + ", ".join(k for k, v in blend.items() if v) + ")",
-                          key="evaluation.tasks", hint="pick another split: split=valid")
-    ctx = int(model.cfg.seq_length)
-    vocab = int(model.cfg.vocab_size)
-    device = next(model.parameters()).device
-    windows: dict[int, list[np.ndarray]] = {}
-    for _, prefix in entries:
-        tokens = IndexedBin(prefix).tokens
-        if tokens.size and int(tokens.max()) >= vocab:
-            raise ConfigError(f"{prefix} has token id {int(tokens.max())}, beyond the model's vocabulary "
-                              f"of {vocab}", key="fallback.data_path",
-                              hint="evaluate on data tokenized with the model's tokenizer")
-        for start in range(0, max(0, tokens.size - 1), ctx):
-            w = np.asarray(tokens[start:start + ctx + 1], dtype=np.int64)
-            if w.size >= 2:
-                windows.setdefault(w.size, []).append(w)
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for size in sorted(windows):
-            group = windows[size]
-            for i in range(0, len(group), batch_size):
-                batch = torch.as_tensor(np.stack(group[i:i + batch_size]), device=device)
-                logits = model(batch[:, :-1])
-                ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch[:, 1:].reshape(-1),
-                                     reduction="sum")
-                total += float(ce)
-                count += int(batch[:, 1:].numel())
-    if not count:
-        raise ConfigError(f"the {split!r} split under {data_path} holds no tokens to predict",
-                          key="evaluation.tasks")
-    loss = total / count
-    return {"split": split, "data": str(data_path), "datasets": len(entries), "tokens": count,
-            "loss": loss, "perplexity": math.exp(loss)}
-
-
-def answer_exact_match(model: Any, data_path: str, *, tokenizer: str | None, split: str = "validation",
-                       max_new_tokens: int = 16, samples: int | None = None, **_: Any) -> dict[str, Any]:
-    """Greedy answers to the prompts of ``split`` of the RL data at ``data_path``, scored by exact match."""
-    import torch
-    import torch.nn.functional as F
-
-    from nemotron.data_prep.tokenizer import load_tokenizer
-
-    from .data import load_rl_split
-
-    if not tokenizer:
-        raise ConfigError("answer_exact_match needs a tokenizer", key="fallback.tokenizer",
-                          hint="a dir with tokenizer.json, e.g. pkg:nemotron/recipes/nano3/sample_data/tokenizer")
-    info = load_tokenizer(str(tokenizer))
-    tok = info.load()
-    eos = info.eod_id()
-    vocab = int(model.cfg.vocab_size)
-    if info.vocab_size > vocab:
-        raise ConfigError(f"tokenizer {tokenizer} has {info.vocab_size} tokens, the model {vocab}",
-                          key="fallback.tokenizer", hint="use the tokenizer the model was trained with")
-    records = load_rl_split(data_path, split)
-    if samples:
-        records = records[: int(samples)]
-    if not records:
-        raise ConfigError(f"no prompt/answer records in {data_path}/{split}.jsonl", key="fallback.task_data_path")
-    ctx = int(model.cfg.seq_length)
-    device = next(model.parameters()).device
-    correct, answer_ce, answer_hits, answer_tokens = 0, 0.0, 0, 0
-    with torch.no_grad():
-        for rec in records:
-            prompt = tok.encode(str(rec["prompt"]) + "\n", add_special_tokens=False).ids
-            answer = [*tok.encode(str(rec["answer"]), add_special_tokens=False).ids, eos]
-            out = model.generate(torch.tensor([prompt[-(ctx - 1):]], device=device), int(max_new_tokens),
-                                 stop_id=eos)
-            correct += tok.decode(out).strip() == str(rec["answer"]).strip()
-            ids = (prompt + answer)[-(ctx + 1):]
-            n_ans = min(len(answer), len(ids) - 1)
-            seq = torch.tensor([ids], device=device)
-            logits = model(seq[:, :-1])[0, -n_ans:]
-            target = seq[0, -n_ans:]
-            answer_ce += float(F.cross_entropy(logits.float(), target, reduction="sum"))
-            answer_hits += int((logits.argmax(-1) == target).sum())
-            answer_tokens += n_ans
-    n = len(records)
-    return {"split": split, "data": str(data_path), "samples": n, "correct": correct,
-            "exact_match": correct / n, "answer_loss": answer_ce / answer_tokens,
-            "answer_token_accuracy": answer_hits / answer_tokens, "max_new_tokens": int(max_new_tokens)}
-
-
-TASK_FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
-    "heldout_perplexity": heldout_perplexity,
-    "answer_exact_match": answer_exact_match,
-}
-#: The flat metric names of each task (in results.json ``metrics`` and the summary line).
-METRICS = {
-    "heldout_perplexity": {"perplexity": "perplexity", "heldout_loss": "loss"},
-    "answer_exact_match": {"exact_match": "exact_match", "answer_token_accuracy": "answer_token_accuracy",
-                           "answer_loss": "answer_loss"},
-}
 
 
 def _device(name: str) -> Any:
@@ -355,14 +250,8 @@ def _device(name: str) -> Any:
     return torch.device("cpu")
 
 
-def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate ``plan`` (:func:`fallback_plan`, resolved); returns the results record."""
-    t0 = time.perf_counter()
-    model, info = load_model(plan["model"]["path"], _device(str(plan["device"])))
-    shape = info["model_config"]
-    _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "
-         f"{info['step']}; tiny GPT {shape['n_layer']}x{shape['d_model']}, vocab {shape['vocab_size']}, "
-         f"context {shape['seq_length']})")
+def run_tasks(model: Any, plan: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run ``plan``'s tasks on ``model``: ``(results per task, flat metrics)``."""
     tasks: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     for task in plan["tasks"]:
@@ -376,9 +265,36 @@ def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
         tasks[name] = result
         for flat, key in METRICS[name].items():
             metrics[flat] = result[key]
+    return tasks, metrics
+
+
+def run_fallback(plan: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate ``plan`` (:func:`fallback_plan`, resolved); returns the results record.
+
+    With ``plan["chain"]`` (the default) the models the evaluated one was trained from
+    are evaluated too (``chain`` in the record: :mod:`nemotron.training.eval_chain`)."""
+    t0 = time.perf_counter()
+    device = _device(str(plan["device"]))
+    if plan.get("threads") and device.type == "cpu":
+        import torch
+
+        torch.set_num_threads(int(plan["threads"]))
+    model, info = load_model(plan["model"]["path"], device)
+    shape = info["model_config"]
+    _say(f"[eval] model {plan['model']['ref']} -> {info['checkpoint']} ({info['stage']} stage, step "
+         f"{info['step']}; tiny GPT {shape['n_layer']}x{shape['d_model']}, vocab {shape['vocab_size']}, "
+         f"context {shape['seq_length']})")
+    tasks, metrics = run_tasks(model, plan)
+    for name, result in tasks.items():
         _say(f"[eval] {name}: done in {result['seconds']:.1f} s")
-    return {"backend": "torch-fallback", "model": {**plan["model"], **{k: v for k, v in info.items()}},
-            "tasks": tasks, "metrics": metrics, "seconds": time.perf_counter() - t0}
+    record = {"backend": "torch-fallback", "model": {**plan["model"], **info}, "tasks": tasks, "metrics": metrics}
+    if plan.get("chain", True):
+        from .eval_chain import evaluate_chain
+
+        record["chain"] = evaluate_chain(info, metrics, load=lambda path: load_model(path, device),
+                                         run=lambda m: run_tasks(m, plan))
+    record["seconds"] = time.perf_counter() - t0
+    return record
 
 
 def _fmt(value: Any) -> str:
@@ -475,6 +391,8 @@ def publish_results(cfg: Any, results_path: Path, results: dict[str, Any], confi
             "config": str(config_path)}
     if results.get("invocation_id"):
         meta["invocation_id"] = results["invocation_id"]
+    if results.get("chain"):
+        meta["chain"] = [{k: row.get(k) for k in ("model", "step", "metrics")} for row in results["chain"]]
     art = registry.publish(str(name), results_path, metadata=meta)
     _say(f"published {art.ref} (latest) -> {art.path}  [registry: {registry.location}]")
 

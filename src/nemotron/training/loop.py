@@ -46,6 +46,7 @@ class Settings:
     keep_checkpoints: int = 2
     seed: int = 1234
     device: str = "auto"
+    threads: int | None = None
     model: dict[str, int] = field(default_factory=lambda: {"n_layer": 2, "n_head": 2, "d_model": 64})
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -61,6 +62,8 @@ class Settings:
         for name in ("max_steps", "micro_batch_size"):
             if int(getattr(s, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(s, name)}", key=f"fallback.{name}")
+        if s.threads is not None and int(s.threads) < 1:
+            raise ConfigError(f"threads must be >= 1 or null, got {s.threads}", key="fallback.threads")
         if s.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"unknown device {s.device!r}", key="fallback.device", hint="use auto, cpu or cuda")
         return s
@@ -97,8 +100,11 @@ class Dist:
         return self.rank == 0
 
 
-def init_distributed(device: str = "auto") -> Dist:
-    """Init ``torch.distributed`` from the environment when ``WORLD_SIZE > 1``; pick the device."""
+def init_distributed(device: str = "auto", threads: int | None = None) -> Dist:
+    """Init ``torch.distributed`` from the environment when ``WORLD_SIZE > 1``; pick the device.
+
+    On the CPU each process uses ``threads`` intra-op threads (``fallback.threads``),
+    by default the cores divided among the node's processes."""
     import torch
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -113,7 +119,7 @@ def init_distributed(device: str = "auto") -> Dist:
     else:
         dev = torch.device("cpu")
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
+        torch.set_num_threads(int(threads) if threads else max(1, (os.cpu_count() or 1) // max(1, local_world)))
     if world > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend="nccl" if use_cuda else "gloo")
     return Dist(rank=rank, world=world, local_rank=local_rank, device=dev)
@@ -172,19 +178,20 @@ def _log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple[Path, int]:
+def init_from_checkpoint(model: Any, directory: str | os.PathLike[str], *,
+                         key: str = "checkpoint.pretrained_checkpoint") -> tuple[Path, int]:
     """Load the latest checkpoint in ``directory`` into ``model`` (weights only).
 
     Every tensor must match in shape, except the learned position table, whose
     overlapping rows are copied (a previous stage may use shorter sequences).
     Returns the checkpoint's path and step; a missing or incompatible checkpoint
-    is a ConfigError naming what differs.
+    is a ConfigError naming what differs and ``key``, the config key that named it.
     """
     import torch
 
     latest = latest_checkpoint(directory)
     if latest is None:
-        raise ConfigError(f"no checkpoint in {directory}", key="checkpoint.pretrained_checkpoint",
+        raise ConfigError(f"no checkpoint in {directory}", key=key,
                           hint="run the previous stage first, or unset it to train from scratch")
     checkpoint = load_checkpoint(latest)
     state = checkpoint["model"]
@@ -192,7 +199,7 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
     for name, tensor in own.items():
         src = state.get(name)
         if src is None:
-            raise ConfigError(f"checkpoint {latest} has no {name}", key="checkpoint.pretrained_checkpoint",
+            raise ConfigError(f"checkpoint {latest} has no {name}", key=key,
                               hint="the previous stage used another fallback.model")
         if src.shape == tensor.shape:
             own[name] = src
@@ -203,7 +210,7 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
             own[name] = merged
         else:
             raise ConfigError(f"checkpoint {latest}: {name} has shape {tuple(src.shape)}, this model "
-                              f"needs {tuple(tensor.shape)}", key="checkpoint.pretrained_checkpoint",
+                              f"needs {tuple(tensor.shape)}", key=key,
                               hint="use the same fallback.model (and tokenizer) as the previous stage")
     with torch.no_grad():
         model.load_state_dict(own)
@@ -212,6 +219,7 @@ def init_from_checkpoint(model: Any, directory: str | os.PathLike[str]) -> tuple
 
 def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None, dist: Dist,
           *, log: Callable[[str], None] = _log, init_from: str | None = None,
+          init_key: str = "checkpoint.pretrained_checkpoint",
           metrics: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any]:
     """Train ``task`` for ``s.max_steps`` steps (resuming from ``checkpoint_dir``); return the summary.
 
@@ -220,6 +228,11 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     ``rank R param sha256 ...`` at the end. ``metrics(step, values)`` (rank 0)
     gets the values of each printed line: ``train/loss``, ``train/lr``,
     ``train/tokens_per_sec`` with a ``step`` line, ``eval/loss`` with an eval line.
+
+    ``init_from`` (a checkpoint dir of the previous stage, named by the config key
+    ``init_key``) gives the starting weights; every checkpoint written records it
+    (``init_from: {checkpoint, step}``, kept across resumes), so the evaluation can
+    walk a model back through the chain that made it.
     """
     report = metrics if (metrics is not None and dist.is_main) else (lambda _step, _values: None)
     import torch
@@ -243,6 +256,7 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": s.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=s.lr, betas=(0.9, 0.95))
     start, tokens_done = 0, 0
+    origin: dict[str, Any] | None = None  # the previous stage's checkpoint these weights started from
     ckpt_dir = Path(checkpoint_dir) if checkpoint_dir else None
     if ckpt_dir is not None and (latest := latest_checkpoint(ckpt_dir)) is not None:
         state = load_checkpoint(latest)
@@ -255,9 +269,11 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         start, tokens_done = int(state["step"]), int(state.get("tokens", 0))
+        origin = state.get("init_from")
         say(f"[{task.name}] resumed from {latest} at step {start}")
     elif init_from:
-        src, src_step = init_from_checkpoint(model, init_from)
+        src, src_step = init_from_checkpoint(model, init_from, key=init_key)
+        origin = {"checkpoint": str(src), "step": src_step}
         say(f"[{task.name}] initialized from {src} (step {src_step} of the previous stage)")
     ddp = model
     if dist.world > 1:
@@ -273,7 +289,8 @@ def train(task: Task, s: Settings, checkpoint_dir: str | os.PathLike[str] | None
         res.beat(step, "save")
         if ckpt_dir is not None and main:
             path = save_checkpoint(ckpt_dir, {"step": step, "task": task.name, "tokens": tokens_done, "model": model.state_dict(),
-                                              "optimizer": opt.state_dict(), "model_config": mcfg.to_dict()},
+                                              "optimizer": opt.state_dict(), "model_config": mcfg.to_dict(),
+                                              "init_from": origin},
                                    step, keep=s.keep_checkpoints)
             say(f"[{task.name}] saved checkpoint {path}")
         if dist.world > 1:

@@ -310,6 +310,10 @@ def test_bare_profile_name_is_refused_as_a_forgotten_run(env_toml, tmp_path):
 
 
 def test_recipe_scripts_reject_unknown_arguments(tmp_path):
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+
+    (tmp_path / "data").mkdir()  # the input the command checks first; the script stops before reading it
+    ArtifactRegistry(tmp_path / "h" / "artifacts").publish("nano3-pretrain-data-tiny", tmp_path / "data")
     proc = _run(["nano3", "pretrain", "-c", "tiny", "--", "--no-such-flag"], cwd=tmp_path,
                 env={"NEMOTRON_HOME": str(tmp_path / "h")})
     assert proc.returncode == 2 and "unknown argument(s) --no-such-flag" in proc.stderr

@@ -62,3 +62,24 @@ def test_every_recipe_command_documents_itself() -> None:
         assert meta.description and meta.examples
         assert all(f"nano3 {name}" in e for e in meta.examples)
         assert meta.output_artifacts
+
+
+def test_paths_given_as_strings_as_the_reference_passes_them(tmp_path, monkeypatch) -> None:
+    """The reference's commands give RecipeMeta repository-relative strings; --help lists the configs."""
+    from nemo_runspec.cli import panels
+    from nemo_runspec.cli.help import recipe_help_blocks
+
+    config_dir = "src/nemotron/recipes/nano3/stage0_pretrain/config"
+    monkeypatch.chdir(ROOT)  # where the reference runs its CLI from
+    meta = RecipeMeta(name="nano3/pretrain", script_path="src/nemotron/recipes/nano3/stage0_pretrain/train.py",
+                      config_dir=config_dir)
+    assert meta.config_dir == ROOT / config_dir and meta.script_path == PRETRAIN
+    page = panels.render(recipe_help_blocks(meta, "nemotron nano3 pretrain"), 200, False)
+    assert "tiny" in page and "(default)" in page and str(ROOT / config_dir) in page
+    # from any other directory: relative to the repository that holds the (absolute) script
+    monkeypatch.chdir(tmp_path)
+    meta = RecipeMeta(name="nano3/pretrain", script_path=str(PRETRAIN), config_dir=config_dir)
+    assert meta.config_dir == ROOT / config_dir
+    # a dir that is nowhere stays as written, and the help page says it has no configs
+    meta = RecipeMeta(name="x", script_path=str(PRETRAIN), config_dir="no/such/dir")
+    assert "no *.yaml in" in panels.render(recipe_help_blocks(meta, "nemotron x"), 200, False)

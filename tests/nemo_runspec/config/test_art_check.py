@@ -27,7 +27,9 @@ def home(tmp_path, monkeypatch):
     nhome = tmp_path / "nhome"
     nhome.mkdir()
     (tmp_path / "env.toml").write_text('[c]\nexecutor = "slurm"\naccount = "a"\npartition = "p"\n'
-                                       'container_image = ""\n')
+                                       'container_image = ""\n\n'
+                                       '[s]\nextends = "c"\ntunnel = "ssh"\nhost = "login.example"\n'
+                                       'remote_job_dir = "/lustre-not-mounted-here/me/jobs"\n')
     monkeypatch.chdir(tmp_path)
     for var in ("NEMOTRON_ENV_FILE", "NEMOTRON_ARTIFACTS_ROOT"):
         monkeypatch.delenv(var, raising=False)
@@ -59,10 +61,41 @@ def test_published_artifact_passes(home, tmp_path):
     assert _compile("-c", "tiny", "--batch", "c").name == "nano3/pretrain"
 
 
-def test_unreachable_registry_is_left_to_the_job(home, tmp_path, monkeypatch):
-    monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", "/lustre-not-mounted-here/team/artifacts")
-    assert not registry_reachable(ArtifactRegistry("/lustre-not-mounted-here/team/artifacts"))
-    assert _compile("-c", "tiny", "--batch", "c").name == "nano3/pretrain"
+def test_fresh_home_is_checked_though_nothing_was_ever_published(tmp_path, home, monkeypatch):
+    # a new user: NEMOTRON_HOME (so the default registry and its parent) not made yet
+    fresh = tmp_path / "new-user" / ".nemotron"
+    monkeypatch.setenv("NEMOTRON_HOME", str(fresh))
+    assert registry_reachable(ArtifactRegistry(fresh / "artifacts"))
+    with pytest.raises(ConfigError) as err:
+        _compile("-c", "tiny", "--batch", "c")
+    assert "nano3-pretrain-data-tiny:latest" in str(err.value) and str(fresh / "artifacts") in str(err.value)
+    assert not fresh.exists()  # checking made nothing
+
+
+def test_cluster_registry_not_mounted_here_is_left_to_the_job_and_said(home, monkeypatch, capfd):
+    root = "/lustre-not-mounted-here/team/artifacts"
+    monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", root)
+    assert not registry_reachable(ArtifactRegistry(root), job_shares_this_machine=False)
+    assert _compile("-c", "tiny", "--batch", "s").name == "nano3/pretrain"
+    err = capfd.readouterr().err
+    notes = [line for line in err.splitlines() if root in line]
+    assert notes == [f"note: artifact registry {root} cannot be read from this machine; the job resolves "
+                     "nano3-pretrain-data-tiny:latest when it starts"], err
+    # the same path for a job that shares this machine's filesystem (a login node) is checked
+    with pytest.raises(ConfigError, match="does not resolve"):
+        _compile("-c", "tiny", "--batch", "c")
+
+
+def test_cluster_registry_mounted_here_is_checked_over_ssh(home, tmp_path, monkeypatch):
+    mounted = tmp_path / "lustre" / "artifacts"  # its parent exists: the filesystem is mounted here
+    mounted.parent.mkdir()
+    monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", str(mounted))
+    with pytest.raises(ConfigError, match="does not resolve"):
+        _compile("-c", "tiny", "--batch", "s")
+
+
+def test_object_store_that_answers_is_checked():
+    assert registry_reachable(ArtifactRegistry("memory://i27-empty-registry"), job_shares_this_machine=False)
 
 
 def test_cli_exit_code_and_nothing_written(home, tmp_path):

@@ -35,7 +35,8 @@ def error(data: dict[str, Any], *overrides: str) -> ConfigError:
 
 
 def test_list_items_are_set_by_index() -> None:
-    assert apply({"l": [1, 2, 3]}, "l.1=9", "l.0=x") == {"l": ["x", 9, 3]}
+    assert apply({"l": [1, 2, 3]}, "l.1=9", "l.0=7") == {"l": [7, 9, 3]}
+    assert apply({"l": ["a", 2]}, "l.0=x") == {"l": ["x", 2]}
 
 
 def test_a_list_index_past_the_end() -> None:

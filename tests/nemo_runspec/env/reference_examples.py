@@ -82,6 +82,15 @@ EXAMPLES = {
         packager = "none"
         """, {"git": {"packager": "git"}, "pattern": {"packager": "pattern"}, "hybrid": {},
               "none": {"packager": "none"}}),
+    "git packager options": ("""
+        [my-cluster]
+        executor = "slurm"
+        packager = "git"
+        subpath = "src"
+        include_submodules = false
+        include_pattern = "nemotron/recipes/nano3/stage0_pretrain/config/*.yaml"
+        """, {"my-cluster": {"packager": "git", "packager_subpath": "src", "include_submodules": False,
+                             "packager_include_pattern": "nemotron/recipes/nano3/stage0_pretrain/config/*.yaml"}}),
     "package readme": ("""
         [base]
         executor = "slurm"
@@ -145,8 +154,13 @@ REFUSED = {
         host = "login.example.com"
         user = "someone"
         identity = "~/.ssh/id_rsa"
-        """, "my-cluster", 6, "requires remote_job_dir"),
+        """, "my-cluster", 6, 'requires remote_job_dir, the job directory on the cluster\'s shared filesystem '
+               "(there is no default: this machine cannot see that filesystem); the reference's SSH example needs "
+               'this one more key: tunnel = "ssh", host = "login.example.com", user = "someone", '
+               'identity = "~/.ssh/id_rsa", remote_job_dir = "/lustre/someone/nemotron-jobs"'),
 }
 
 # packager = "none": the code must already be on the cluster, and where is the profile's workdir
-DRY_RUN_REFUSED = {"none": 'packager = "none" ships no code'}
+DRY_RUN_REFUSED = {"none": 'packager = "none" ships no code, so the job needs a working directory that already '
+                           'holds it (the reference\'s example needs this one more key: executor = "slurm", '
+                           'packager = "none", workdir = "/lustre/you/project"'}

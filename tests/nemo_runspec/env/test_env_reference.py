@@ -212,16 +212,25 @@ def test_reference_executors_are_read(tmp_path):
     assert load_env_profile("s", path).values["cloud"] == "kubernetes"
 
 
-@pytest.mark.parametrize(("key", "fix"), [
-    ('subpath = "src"', "did you mean 'packager_subpath'"),
-    ('include_pattern = "src/**/*.py"', "did you mean 'packager_include_pattern'"),
-    ('relative_path = "."', "did you mean 'packager_relative_path'"),
+@pytest.mark.parametrize(("key", "ours"), [
+    ('subpath = "src"', "packager_subpath"),
+    ('include_pattern = "src/**/*.py"', "packager_include_pattern"),
+    ('relative_path = "."', "packager_relative_path"),
 ])
-def test_packager_option_names_point_at_the_profile_key(tmp_path, key, fix):
+def test_packager_options_under_nemo_runs_names_are_ours(tmp_path, key, ours):
     path = write(tmp_path / "env.toml", f'[c]\ndescription = "x"\n{key}\n')
-    with pytest.raises(EnvFileError) as e:
-        load_env_profile("c", path)
-    assert str(e.value).startswith(f"{path}:3:") and fix in str(e.value)
+    prof = load_env_profile("c", path)
+    name, value = key.split(" = ")
+    assert prof.values[ours] == value.strip('"') and name not in prof.values
+    assert prof.sources[ours].line == 3
+    assert [str(n) for n in prof.notes] == [f"{path}:3: [c] {name} is read as {ours} (the reference's synonym)"]
+
+
+def test_packager_option_in_both_spellings_ours_wins_with_a_note(tmp_path):
+    path = write(tmp_path / "env.toml", '[c]\npackager_subpath = "src"\nsubpath = "lib"\n')
+    prof = load_env_profile("c", path)
+    assert prof.values["packager_subpath"] == "src"
+    assert any("sets both subpath and packager_subpath; packager_subpath wins" in n.text for n in prof.notes)
 
 
 def test_synonyms_are_not_profile_keys_of_their_own():

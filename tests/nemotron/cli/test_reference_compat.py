@@ -181,7 +181,7 @@ def test_profile_detach_true_makes_run_a_batch(sandbox):
 @pytest.mark.parametrize(("body", "needle", "says"), [
     ('env_vars = ["A=1", "NOEQUALS"]', "env_vars", "NAME=value"),
     ('executor = "docker"', "executor", 'executor = "docker" requires container_image'),
-    ('subpath = "src"', "subpath", "did you mean 'packager_subpath'"),
+    ('packager = "pattern"', "packager", 'packager = "pattern" requires packager_include_pattern'),
 ])
 def test_bad_reference_forms_are_one_line_errors(sandbox, body, needle, says):
     path = sandbox["cwd"] / "env.toml"
