@@ -227,6 +227,28 @@ def describe(src: Source, dotted: str) -> dict[str, Any] | None:
     return out
 
 
+def constant(src: Source, dotted: str) -> Any:
+    """The value of the module-level constant ``dotted`` names, when it is a literal (a
+    ``frozenset``/``set``/``tuple``/``list`` of literals becomes a sorted list); None when
+    the module or the name is not there or the value is not a literal."""
+    module, _, name = dotted.rpartition(".")
+    tree = src.module(module)
+    for node in tree.body if tree is not None else ():
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        if not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            continue
+        value = node.value
+        wrapped = isinstance(value, ast.Call) and ast.unparse(value.func) in ("frozenset", "set", "tuple", "list") \
+            and len(value.args) == 1
+        try:
+            found = ast.literal_eval(value.args[0] if wrapped else value)  # type: ignore[union-attr]
+        except ValueError:
+            return None
+        return sorted(found) if isinstance(found, set | frozenset | tuple | list) else found
+    return None
+
+
 def typed_dict_keys(src: Source, module: str, name: str) -> dict[str, list[str]] | None:
     """Required and optional keys of a TypedDict (or a pydantic model's fields), bases
     merged (``NotRequired[...]``/``Optional`` with a default are optional)."""

@@ -46,6 +46,13 @@ ENTRY_POINTS = {
 }
 FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
 CALLBACK_MANAGER = "megatron.bridge.training.callbacks.CallbackManager"
+#: the event names ``CallbackManager.register`` accepts (it raises ValueError for any other)
+CALLBACK_EVENTS = "megatron.bridge.training.callbacks.VALID_EVENTS"
+#: what a registered callback reads the step from: ``ctx.state.train_state.step``
+#: (:meth:`nemotron.training.native_resilience.NativeResilience.megatron_callbacks`)
+CALLBACK_CONTEXT = "megatron.bridge.training.callbacks.CallbackContext"
+GLOBAL_STATE_TRAIN_STATE = "megatron.bridge.training.state.GlobalState.train_state"
+TRAIN_STATE = "megatron.bridge.training.state.TrainState"
 BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
 #: Megatron-Bridge's own Megatron -> Hugging Face export (the nano3 convert stage)
 AUTO_BRIDGE = "megatron.bridge.AutoBridge"
@@ -54,6 +61,8 @@ SECTION_CLASSES = {
     "train": f"{CONFIG}.TrainingConfig", "validation": f"{CONFIG}.ValidationConfig",
     "checkpoint": f"{CONFIG}.CheckpointConfig", "logger": f"{CONFIG}.LoggerConfig",
     "scheduler": f"{CONFIG}.SchedulerConfig", "optimizer": f"{CONFIG}.OptimizerConfig",
+    # run.profile.nsys sets it (nemotron.training.nsys); 0.4+ inherit its fields from megatron.training
+    "profiling": f"{CONFIG}.ProfilingConfig",
 }
 PRETRAIN_DATASET = f"{CONFIG}.GPTDatasetConfig"
 #: our validation keys, and where lines with a ValidationConfig put them
