@@ -371,6 +371,40 @@ def test_the_master_config_we_build_uses_only_keys_the_release_has(label, rl_dat
         assert unknown_keys(m, ours) == []
 
 
+@pytest.mark.parametrize("label", LABELS)
+def test_the_resilience_keys_are_the_releases_own(label, rl_data, tmp_path, monkeypatch):
+    """A job with [resilience] adds NeMo-RL's own checkpointing keys: each release must have them."""
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_DIR", str(tmp_path / "res"))
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_EXIT_AFTER", "5400")
+    m = manifest(label)
+    line = line_of(m)
+    master = nrl.master_config(_our_config(rl_data, tmp_path), lambda _path: OmegaConf.create(_base(m)), line=line)
+    assert master["checkpointing"]["checkpoint_must_save_by"] == "00:01:30:00"
+    assert unknown_keys(m, {"checkpointing": master["checkpointing"]}) == []
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_end_of_training_is_read_from_the_releases_save_state(label):
+    """grpo_finished reads the save state grpo_train writes: with only this release's keys, all
+    far past the end, it says finished; all at zero, not (a key it reads that the release
+    renamed would read as 0 and fail the first)."""
+    from nemotron.training.native_resilience import grpo_finished
+
+    keys = [*m_keys(manifest(label))]
+    far, zero = dict.fromkeys(keys, 10**6), dict.fromkeys(keys, 0)
+    for asynchronous in (False, True):  # the step counts (the dataloader's length unknown)
+        assert grpo_finished(far, {"max_num_steps": 5}, None, asynchronous=asynchronous)
+        assert not grpo_finished(zero, {"max_num_steps": 5}, None, asynchronous=asynchronous)
+    # the epochs: every epoch of 3 batches done, long before max_num_steps
+    assert grpo_finished(far, {"max_num_steps": 10**9, "max_num_epochs": 2}, 3, asynchronous=False)
+
+
+def m_keys(m: dict[str, Any]) -> list[str]:
+    """Every key of the release's GRPO save state (required and optional)."""
+    state = m["grpo_save_state"]
+    return [*state["required"], *state["optional"]]
+
+
 def test_a_misspelt_key_is_caught():
     m = manifest("v0.4.0")
     cfg = OmegaConf.to_container(load_config_file(RECIPE / "config" / "default.yaml", []), resolve=False)
