@@ -87,6 +87,13 @@ def test_every_name_the_line_uses_exists_in_the_release(label):
     assert (m["master_config_kind"] == "BaseModel") == line_of(m).master_config_model
 
 
+@pytest.mark.parametrize("label", LABELS)
+def test_the_logger_call_the_heartbeat_wraps_takes_metrics_then_step(label):
+    """A job with [resilience] wraps Logger.log_metrics(metrics, step, ...) (native_resilience.watch_logger)."""
+    desc = manifest(label)["names"]["Logger.log_metrics"]
+    assert desc is not None and desc["params"][:2] == ["metrics", "step"]
+
+
 def test_the_examples_the_lines_follow_are_the_releases_own():
     """run_grpo_math.py until 0.5, run_grpo.py from 0.6 (checked in the mirror when NEMO_RL_SRC is set)."""
     src = os.environ.get("NEMO_RL_SRC")
