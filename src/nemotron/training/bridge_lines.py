@@ -18,9 +18,11 @@ What differs, read from the tags:
 - 0.4.0 - 0.5.x: ``ConfigContainer.validation`` (``ValidationConfig``) holds
   ``eval_interval``/``eval_iters`` (``TrainingConfig``'s are deprecated); the model is a
   ``MambaModelProvider``; ``finetune`` takes ``callbacks``.
-- 0.5.0: the export to Hugging Face (``examples/conversion/convert_checkpoints.py export``)
-  builds its bridge with ``AutoBridge.from_auto_config(megatron_path, hf_model)`` (the
-  config synthesized from the checkpoint and the reference model); before, with
+- 0.5.0: the export to Hugging Face (``examples/conversion/convert_checkpoints.py export``;
+  0.6 moved it to ``scripts/conversion/convert.sh export``, whose CPU path
+  ``scripts/conversion/cpu_backend.py`` makes the same calls) builds its bridge with
+  ``AutoBridge.from_auto_config(megatron_path, hf_model)`` (the config synthesized from
+  the checkpoint and the reference model); before, with
   ``AutoBridge.from_hf_pretrained(hf_model)``. Both then call ``export_ckpt``.
 - 0.6.x: the nano3 names are aliases of the hardware-specific
   ``nemotron_3_nano_{pretrain,sft}_8gpu_h100_bf16_config``; the model is a
