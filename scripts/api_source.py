@@ -180,10 +180,21 @@ def field_annotations(cls: ast.ClassDef) -> dict[str, str]:
             if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
 
 
+def unpacked_kwargs(src: Source, module: str, fn: ast.FunctionDef) -> list[str] | None:
+    """The keys ``**kwargs: Unpack[SomeTypedDict]`` accepts (bases merged), or None when the
+    function takes no such ``**kwargs`` or the TypedDict is not found."""
+    ann = fn.args.kwarg.annotation if fn.args.kwarg is not None else None
+    if not (isinstance(ann, ast.Subscript) and ast.unparse(ann.value).rpartition(".")[2] == "Unpack"):
+        return None
+    keys = typed_dict_keys(src, module, ast.unparse(ann.slice))
+    return sorted({*keys["required"], *keys["optional"]}) if keys else None
+
+
 def describe(src: Source, dotted: str) -> dict[str, Any] | None:
     """What a caller needs to know about the object ``dotted`` names (None: not there).
 
-    A function: ``params``, ``required``, ``varargs``/``varkw`` and ``returns_tuple_of``.
+    A function: ``params``, ``required``, ``varargs``/``varkw`` (with ``varkw_keys``, the keys of
+    an ``Unpack[TypedDict]`` annotation) and ``returns_tuple_of``.
     A class: its ``__init__`` parameters, or for a dataclass its fields (inherited
     included) as ``params`` and the ones without a default as ``required``; plus
     ``fields`` (every annotated attribute, inherited included) and ``decorators``.
@@ -207,6 +218,9 @@ def describe(src: Source, dotted: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {"defined_in": defined_in}
     if isinstance(node, ast.FunctionDef):
         out.update(kind="function", **params(node))
+        keys = unpacked_kwargs(src, defined_in, node)
+        if keys is not None:
+            out["varkw_keys"] = keys
         n = returned_tuple_len(node)
         if n is not None:
             out["returns_tuple_of"] = n

@@ -73,7 +73,7 @@ def test_our_sft_names_a_recipe_function_the_image_has(row):
         target, kwargs = mb.recipe_for(kind, config, line_of(m))
         desc = m["names"].get(target)
         assert desc is not None, f"{row.image}: megatron-bridge {m['source']['version']} has no {target}"
-        assert set(kwargs) <= set(desc["params"]) or desc.get("varkw"), (target, kwargs)
+        assert set(kwargs) <= {*desc["params"], *desc.get("varkw_keys", ())}, (target, kwargs)
 
 
 # --- stand-ins built from a manifest --------------------------------------------------------
@@ -126,6 +126,9 @@ class Release:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[dotted] = sig.bind(*args, **kwargs)  # a wrong name or count raises TypeError
+            unknown = set(self.calls[dotted].arguments.get("user_kwargs", {})) - set(desc.get("varkw_keys", ()))
+            if desc.get("varkw") and unknown:  # **user_kwargs: Unpack[...Kwargs]: only that TypedDict's keys
+                raise TypeError(f"{dotted} got unexpected keyword arguments {sorted(unknown)}")
             return result() if callable(result) else result
         call.__signature__ = sig  # type: ignore[attr-defined]  # run() asks whether it takes callbacks
         return call
@@ -311,6 +314,15 @@ def test_a_recipe_the_release_lacks_is_one_line_naming_the_key():
     assert exc.value.key == "recipe._target_" and "\n" not in str(exc.value)
     other = {"recipe": {"_target_": "megatron.bridge.recipes.qwen.qwen3.qwen3_8b_pretrain_config"}}
     assert mb.recipe_for("pretrain", other, line) == (other["recipe"]["_target_"], {})  # not ours: as written
+
+
+def test_a_recipe_argument_the_release_lacks_fails_the_run(tmp_path):
+    """**user_kwargs of 0.3.0's finetune_config are its Nemotron3NanoFinetuneKwargs: a key outside them fails."""
+    cfg = _our_config("sft", tmp_path)
+    cfg["recipe"]["packed_sequences"] = True  # misspelt
+    m = manifest("v0.3.0")
+    with pytest.raises(TypeError, match="packed_sequences"):
+        mb.run("sft", cfg, importer=Release(m, "sft").importer, line=line_of(m))
 
 
 def test_the_reference_recipe_keys_go_to_a_recipe_that_takes_them():
