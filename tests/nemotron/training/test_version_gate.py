@@ -164,6 +164,26 @@ def test_installed_version_reads_package_info_without_importing(tmp_path, monkey
     assert vc.installed_version("no-such-distribution") is None
 
 
+def test_preflight_reads_the_versions_the_job_reads(tmp_path, monkeypatch):
+    """kit/preflight.py keeps its own copy of the reader (it ships alone, stdlib only): it must
+    name the same libraries and find the same versions as the job's check (release.py)."""
+    import importlib.util
+
+    from nemotron.recipes import RECIPES_DIR
+    from nemotron.training.release import MODULES
+
+    spec = importlib.util.spec_from_file_location("preflight_alone", RECIPES_DIR / "kit" / "preflight.py")
+    preflight = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(preflight)
+    assert preflight.LIBRARIES == MODULES
+    site = _stand_ins(tmp_path, "megatron.bridge", (0, 3, 0, "rc0"))
+    _stand_ins(tmp_path, "nemo_rl", (0, 7, 0, ""))
+    monkeypatch.syspath_prepend(str(site))
+    for dist, module in MODULES.items():
+        found = vc.installed_version(dist)
+        assert preflight._library_version(dist, module) == (found.version if found else None), dist
+
+
 def test_the_evaluator_line_is_the_launchers_0_2():
     vc.check_evaluator(find=lambda dist: vc.Found(dist, {"nemo-evaluator-launcher": "0.2.6",
                                                         "nemo-evaluator": "0.2.8"}[dist], "test"))
