@@ -180,10 +180,21 @@ def field_annotations(cls: ast.ClassDef) -> dict[str, str]:
             if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
 
 
+def unpacked_kwargs(src: Source, module: str, fn: ast.FunctionDef) -> list[str] | None:
+    """The keys ``**kwargs: Unpack[SomeTypedDict]`` accepts (bases merged), or None when the
+    function takes no such ``**kwargs`` or the TypedDict is not found."""
+    ann = fn.args.kwarg.annotation if fn.args.kwarg is not None else None
+    if not (isinstance(ann, ast.Subscript) and ast.unparse(ann.value).rpartition(".")[2] == "Unpack"):
+        return None
+    keys = typed_dict_keys(src, module, ast.unparse(ann.slice))
+    return sorted({*keys["required"], *keys["optional"]}) if keys else None
+
+
 def describe(src: Source, dotted: str) -> dict[str, Any] | None:
     """What a caller needs to know about the object ``dotted`` names (None: not there).
 
-    A function: ``params``, ``required``, ``varargs``/``varkw`` and ``returns_tuple_of``.
+    A function: ``params``, ``required``, ``varargs``/``varkw`` (with ``varkw_keys``, the keys of
+    an ``Unpack[TypedDict]`` annotation) and ``returns_tuple_of``.
     A class: its ``__init__`` parameters, or for a dataclass its fields (inherited
     included) as ``params`` and the ones without a default as ``required``; plus
     ``fields`` (every annotated attribute, inherited included) and ``decorators``.
@@ -207,6 +218,9 @@ def describe(src: Source, dotted: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {"defined_in": defined_in}
     if isinstance(node, ast.FunctionDef):
         out.update(kind="function", **params(node))
+        keys = unpacked_kwargs(src, defined_in, node)
+        if keys is not None:
+            out["varkw_keys"] = keys
         n = returned_tuple_len(node)
         if n is not None:
             out["returns_tuple_of"] = n
@@ -225,6 +239,28 @@ def describe(src: Source, dotted: str) -> dict[str, Any] | None:
         out.update(kind="class", params=[], required=[])
     out["fields"] = fields
     return out
+
+
+def constant(src: Source, dotted: str) -> Any:
+    """The value of the module-level constant ``dotted`` names, when it is a literal (a
+    ``frozenset``/``set``/``tuple``/``list`` of literals becomes a sorted list); None when
+    the module or the name is not there or the value is not a literal."""
+    module, _, name = dotted.rpartition(".")
+    tree = src.module(module)
+    for node in tree.body if tree is not None else ():
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        if not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            continue
+        value = node.value
+        wrapped = isinstance(value, ast.Call) and ast.unparse(value.func) in ("frozenset", "set", "tuple", "list") \
+            and len(value.args) == 1
+        try:
+            found = ast.literal_eval(value.args[0] if wrapped else value)  # type: ignore[union-attr]
+        except ValueError:
+            return None
+        return sorted(found) if isinstance(found, set | frozenset | tuple | list) else found
+    return None
 
 
 def typed_dict_keys(src: Source, module: str, name: str) -> dict[str, list[str]] | None:

@@ -8,7 +8,8 @@ pins (``3rdparty/Megatron-LM``) for the ``megatron.core``/``megatron.training``
 classes it extends, with ``ast`` (nothing imported or executed), and writes a JSON
 manifest: for every dotted name :mod:`nemotron.training.bridge_lines` uses in any
 line, its parameters (or a class's constructor parameters and fields, inherited
-ones included), plus the ``ConfigContainer`` sections. The tests
+ones included), the ``ConfigContainer`` sections, and the literal constants our calls
+depend on (``CallbackManager``'s ``VALID_EVENTS``). The tests
 (``tests/nemotron/training/test_bridge_lines.py``) drive our entry with stand-ins
 built from each manifest.
 
@@ -50,11 +51,20 @@ def names_to_record() -> list[str]:
     sys.path.insert(0, str(ROOT / "src"))
     from nemotron.training import bridge_lines as bl
 
-    names: set[str] = {bl.CALLBACK_MANAGER, f"{bl.CALLBACK_MANAGER}.register", bl.PRETRAIN_DATASET, *bl.SECTION_CLASSES.values(),
-                       *(f"{bl.AUTO_BRIDGE}.{m}" for m in AUTO_BRIDGE_METHODS)}
+    names: set[str] = {bl.CALLBACK_MANAGER, f"{bl.CALLBACK_MANAGER}.register", bl.CALLBACK_CONTEXT,
+                       bl.GLOBAL_STATE_TRAIN_STATE, bl.TRAIN_STATE, bl.PRETRAIN_DATASET,
+                       *bl.SECTION_CLASSES.values(), *(f"{bl.AUTO_BRIDGE}.{m}" for m in AUTO_BRIDGE_METHODS)}
     for line in bl.LINES:
         names |= line.names() | {line.model_class}
     return sorted(names)
+
+
+def constants_to_record() -> list[str]:
+    """The module-level values our calls depend on (the callback events ``register`` accepts)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from nemotron.training import bridge_lines as bl
+
+    return [bl.CALLBACK_EVENTS]
 
 
 def _compact(desc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -83,6 +93,7 @@ def manifest(mb_git_dir: str, ml_git_dir: str | None, ref: str, *, label: str) -
                    "megatron_core": {"repo": "NVIDIA/Megatron-LM", "commit": ml_commit,
                                      "version": api_source.package_version(src, "megatron.core") if routes else None}},
         "names": {name: _compact(api_source.describe(src, name)) for name in names_to_record()},
+        "constants": {name: api_source.constant(src, name) for name in constants_to_record()},
         "config_container": api_source.field_annotations(container[1]) if container else None,
     }
 

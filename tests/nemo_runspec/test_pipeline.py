@@ -193,6 +193,27 @@ def test_upstream_rerun_forces_downstream_even_if_its_output_exists(recipes):
     assert "make runs first" in plans[1].reason
 
 
+def test_a_stage_with_nothing_to_do_is_skipped_with_its_reason_even_without_resume(recipes):
+    """Step.skip_when: asked with the compiled job; a reason skips the stage (whatever --no-resume
+    says) and is shown; None runs it as usual."""
+    asked: list[str] = []
+
+    def nothing_to_do(job) -> str | None:  # noqa: ANN001 - a CompiledJob
+        asked.append(job.runspec.name)
+        return "suffix is empty: nothing to add" if job.train_config.suffix == "" else None
+
+    steps = [recipes["steps"][0], Step("use", recipes["root"] / "use.py", skip_when=nothing_to_do)]
+    plans = compiled(steps, "use.suffix=", resume=False)
+    assert asked == ["test/use"]
+    assert [p.skip for p in plans] == [False, True]
+    assert plans[1].reason == "skipped: suffix is empty: nothing to add"
+    messages: list[str] = []
+    assert pipeline.run_local(plans, out=messages.append) == 0
+    assert (recipes["registry"] / "made").exists() and not (recipes["registry"] / "used").exists()
+    assert any("suffix is empty: nothing to add" in m for m in messages)
+    assert [p.skip for p in compiled(steps, resume=False)] == [False, False]  # the reason gone: it runs
+
+
 # --- the record ------------------------------------------------------------------------
 
 

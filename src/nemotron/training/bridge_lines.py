@@ -18,9 +18,11 @@ What differs, read from the tags:
 - 0.4.0 - 0.5.x: ``ConfigContainer.validation`` (``ValidationConfig``) holds
   ``eval_interval``/``eval_iters`` (``TrainingConfig``'s are deprecated); the model is a
   ``MambaModelProvider``; ``finetune`` takes ``callbacks``.
-- 0.5.0: the export to Hugging Face (``examples/conversion/convert_checkpoints.py export``)
-  builds its bridge with ``AutoBridge.from_auto_config(megatron_path, hf_model)`` (the
-  config synthesized from the checkpoint and the reference model); before, with
+- 0.5.0: the export to Hugging Face (``examples/conversion/convert_checkpoints.py export``;
+  0.6 moved it to ``scripts/conversion/convert.sh export``, whose CPU path
+  ``scripts/conversion/cpu_backend.py`` makes the same calls) builds its bridge with
+  ``AutoBridge.from_auto_config(megatron_path, hf_model)`` (the config synthesized from
+  the checkpoint and the reference model); before, with
   ``AutoBridge.from_hf_pretrained(hf_model)``. Both then call ``export_ckpt``.
 - 0.6.x: the nano3 names are aliases of the hardware-specific
   ``nemotron_3_nano_{pretrain,sft}_8gpu_h100_bf16_config``; the model is a
@@ -46,6 +48,13 @@ ENTRY_POINTS = {
 }
 FORWARD_STEP = "megatron.bridge.training.gpt_step.forward_step"
 CALLBACK_MANAGER = "megatron.bridge.training.callbacks.CallbackManager"
+#: the event names ``CallbackManager.register`` accepts (it raises ValueError for any other)
+CALLBACK_EVENTS = "megatron.bridge.training.callbacks.VALID_EVENTS"
+#: what a registered callback reads the step from: ``ctx.state.train_state.step``
+#: (:meth:`nemotron.training.native_resilience.NativeResilience.megatron_callbacks`)
+CALLBACK_CONTEXT = "megatron.bridge.training.callbacks.CallbackContext"
+GLOBAL_STATE_TRAIN_STATE = "megatron.bridge.training.state.GlobalState.train_state"
+TRAIN_STATE = "megatron.bridge.training.state.TrainState"
 BLEND_FIELDS = "megatron.bridge.recipes.utils.dataset_utils.get_blend_fields_from_data_paths"
 #: Megatron-Bridge's own Megatron -> Hugging Face export (the nano3 convert stage)
 AUTO_BRIDGE = "megatron.bridge.AutoBridge"
@@ -54,6 +63,8 @@ SECTION_CLASSES = {
     "train": f"{CONFIG}.TrainingConfig", "validation": f"{CONFIG}.ValidationConfig",
     "checkpoint": f"{CONFIG}.CheckpointConfig", "logger": f"{CONFIG}.LoggerConfig",
     "scheduler": f"{CONFIG}.SchedulerConfig", "optimizer": f"{CONFIG}.OptimizerConfig",
+    # run.profile.nsys sets it (nemotron.training.nsys); 0.4+ inherit its fields from megatron.training
+    "profiling": f"{CONFIG}.ProfilingConfig",
 }
 PRETRAIN_DATASET = f"{CONFIG}.GPTDatasetConfig"
 #: our validation keys, and where lines with a ValidationConfig put them

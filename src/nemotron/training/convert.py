@@ -1,7 +1,8 @@
 """``nano3/convert``: the SFT checkpoint (Megatron distributed) exported to Hugging Face for NeMo-RL.
 
 Megatron-Bridge's own export, as its ``examples/conversion/convert_checkpoints.py
-export`` does it in the release inside the image (:attr:`BridgeLine.export_factory
+export`` (0.6: ``scripts/conversion/convert.sh export``, CPU path ``cpu_backend.py``)
+does it in the release inside the image (:attr:`BridgeLine.export_factory
 <nemotron.training.bridge_lines.BridgeLine.export_factory>`):
 
 - up to 0.4.x: ``bridge = AutoBridge.from_hf_pretrained(hf_model, trust_remote_code=...)``;

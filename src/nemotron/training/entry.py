@@ -390,10 +390,15 @@ def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) ->
     suggested fix: ``"torch"`` (a version problem, the config allows the fallback), None
     (go on), or a one-line :class:`ConfigError`."""
     from nemo_runspec import parse
+    from nemo_runspec.errors import NemoRunspecError
 
     from .version_check import gate
 
-    return gate(kind, cfg, native_found=native_found(native_module), default_image=parse(script).image)
+    try:  # the image only names the fix in a refusal: a script without a runspec must not stop the job
+        image = parse(script).image
+    except NemoRunspecError:
+        image = None
+    return gate(kind, cfg, native_found=native_found(native_module), default_image=image)
 
 
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,

@@ -45,6 +45,7 @@ from .bridge_lines import (
     ENTRY_POINTS,
     FORWARD_STEP,
     KNOWN_RECIPES,
+    SECTION_CLASSES,
     BridgeLine,
     line_for,
 )
@@ -58,7 +59,7 @@ RECIPES = dict(PINNED_LINE.recipes)
 FINETUNING_DATASET = PINNED_LINE.sft_dataset
 PACKED_SPECS = PINNED_LINE.specs_class
 #: what run.profile.nsys turns on (NsysPlugin's switch: use_nsys_profiler, profile_step_*, profile_ranks)
-PROFILING_CONFIG = "megatron.bridge.training.config.ProfilingConfig"
+PROFILING_CONFIG = SECTION_CLASSES["profiling"]
 __all__ = ["BLEND_FIELDS", "CALLBACK_MANAGER", "ENTRY_POINTS", "FORWARD_STEP", "PINNED", "RECIPES",
            "build_config", "run", "unused_keys"]
 
@@ -256,7 +257,7 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
         _set(container, theirs, value)
     profiling = native_profiling(os.environ)  # run.profile.nsys (nemotron.training.nsys)
     if profiling is not None:
-        container.profiling = importer(PROFILING_CONFIG)(**profiling)
+        _set(container, "profiling", importer(PROFILING_CONFIG)(**profiling))
     if kind == "sft":
         _check_pack_fits(container, line)
     present, data_path = _get(cfg, "data.data_path")
@@ -264,8 +265,8 @@ def build_config(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str],
         _get(cfg, "recipe.per_split_data_args_path")[1]  # the reference's layout
     if kind == "pretrain" and blend_json:
         blend, blend_per_split, split = importer(BLEND_FIELDS)(per_split_data_args_path=str(blend_json))
-        container.dataset.blend, container.dataset.blend_per_split = blend, blend_per_split
-        container.dataset.split = split
+        for name, value in (("blend", blend), ("blend_per_split", blend_per_split), ("split", split)):
+            _set(container, f"dataset.{name}", value)
     return container
 
 

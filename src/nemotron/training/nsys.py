@@ -9,8 +9,9 @@ recorded until a process calls ``cudaProfilerStart``. The batch script exports
   there is nothing for nsys's CUDA trace to capture: one line says so);
 - Megatron-Bridge gets its own switch, ``ConfigContainer.profiling`` =
   ``ProfilingConfig(use_nsys_profiler=True, profile_step_start, profile_step_end,
-  profile_ranks)`` (pinned 0.3.1, ``training/config.py``), which is what its
-  ``NsysPlugin`` asks for (:func:`native_profiling`).
+  profile_ranks)`` (``training/config.py``; from 0.4 inherited from Megatron-LM's
+  ``megatron.training`` config; checked in every supported release's manifest), which
+  is what its ``NsysPlugin`` asks for (:func:`native_profiling`).
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ COMMON: dict[str, str] = {
     "async_grpo_train": "nemo_rl.algorithms.grpo.async_grpo_train",
     # not called: NeMo-RL builds it from our data keys; its parameters say which keys it reads
     "ResponseDataset": "nemo_rl.data.datasets.response_datasets.ResponseDataset",
+    # not called: wrapped for the per-step heartbeat (NativeResilience.watch_logger reads metrics, step)
+    "Logger.log_metrics": "nemo_rl.utils.logger.Logger.log_metrics",
 }
 MATH_ENV = "nemo_rl.environments.math_environment.MathEnvironment"
 #: the math example's own dataset and environment building (0.4 - 0.5)

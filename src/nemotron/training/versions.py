@@ -65,25 +65,33 @@ class ImageRow:
 
 
 _MB_TABLE = "Megatron-Bridge docs/releases/software-versions.md"
+#: why the 25.11 rows list no nemo-evaluator although the release table says "Evaluator 0.2.0"
+_EVAL_0_2_0 = ("the release table's 'Evaluator 0.2.0' is not the nemo-evaluator package (its 0.2.0 is of "
+               "2026-03-06, after this image; NVIDIA-NeMo/Evaluator's v0.2.0rc* of 2025-08 were NeMo Eval, "
+               "nemo-eval): the nemo-evaluator inside is not known")
 _MB_DOCS = "Megatron-Bridge docs/versions1.json (main, 2026-08)"
 
 TABLE: tuple[ImageRow, ...] = (
     ImageRow("nvcr.io/nvidia/nemo:25.11",
-             {"megatron-bridge": "0.2.0", "megatron-core": "0.15.0", "nemo-evaluator": "0.2.0"}, (),
+             {"megatron-bridge": "0.2.0", "megatron-core": "0.15.0"}, (),
              f"{_MB_TABLE} (v0.3.0-v0.6.0), section 'NeMo Framework 25.11' (Megatron Core 'dev:0.15.0')",
              why_not="its megatron-bridge 0.2.0 has no Nemotron 3 Nano recipe "
-                     "(recipes/nemotronh/nemotron_3_nano.py first appears in 0.3.0)"),
+                     "(recipes/nemotronh/nemotron_3_nano.py first appears in 0.3.0)",
+             notes=(_EVAL_0_2_0,)),
     ImageRow("nvcr.io/nvidia/nemo:25.11.nemotron_3_nano",
-             {"megatron-bridge": "0.3.0rc0", "megatron-core": "0.16.0rc0", "nemo-evaluator": "0.2.0"},
+             {"megatron-bridge": "0.3.0rc0", "megatron-core": "0.16.0rc0"},
              NEMO_STAGES,
              "no release table row: Megatron-Bridge v0.3.0 docs/models/llm/nemotron3.md names this image for the "
              "model; its branch nano-v3 (head 1cedb0a9, 2025-12-13, package_info 0.3.0rc0, pinning Megatron-LM "
              "3cbe5c68 = core 0.16.0rc0) has nemotron_3_nano_finetune_config(**kwargs), which the reference's SFT "
-             "config for this image names; nemo-evaluator as the 25.11 base",
-             inferred=True),
+             "config for this image names",
+             inferred=True, notes=(_EVAL_0_2_0,)),
     ImageRow("nvcr.io/nvidia/nemo:26.02",
              {"megatron-bridge": "0.3.0", "megatron-core": "0.16.0", "nemo-evaluator": "0.1.74"}, NEMO_STAGES,
-             f"{_MB_TABLE} (v0.3.0-v0.6.0), section 'NeMo Framework 26.02' (Megatron Core 'main:0.16.0')"),
+             f"{_MB_TABLE} (v0.3.0-v0.6.0), section 'NeMo Framework 26.02' (Megatron Core 'main:0.16.0')",
+             notes=("its nemo-evaluator 0.1.74 predates the 0.2 line the eval stage's nemo-evaluator-launcher 0.2.x "
+                    "runs on: the eval job refuses it in one line; installing nemo-evaluator-launcher>=0.2.6,<0.3 "
+                    "in the job (startup_commands) brings nemo-evaluator 0.2.x",)),
     ImageRow("nvcr.io/nvidia/nemo:26.02.01", {"megatron-bridge": "0.3.1", "megatron-core": "0.16.1"}, NEMO_STAGES,
              f"{_MB_DOCS} '0.3.1 · 26.02.01'; Megatron Core: the Megatron-LM commit v0.3.1 pins (55ac7082 = 0.16.1)"),
     ImageRow("nvcr.io/nvidia/nemo:26.04",
@@ -103,7 +111,8 @@ TABLE: tuple[ImageRow, ...] = (
                     "both are the same API line",)),
     ImageRow("nvcr.io/nvidia/nemo-rl:v0.4.0",
              {"nemo-rl": "0.4.0", "megatron-bridge": "0.1.0rc0", "megatron-core": "0.15.0rc3"}, (),
-             "NeMo-RL v0.4.0 (c751f811; README: first release with an NGC container); submodule pins "
+             "NeMo-RL v0.4.0 (c751f811; the README's news at v0.5.0: 'First release with official NGC Container "
+             "nvcr.io/nvidia/nemo-rl:v0.4.0'); submodule pins "
              "Megatron-Bridge 62f4704b (0.1.0rc0), Megatron-LM af73aa2c (core 0.15.0rc3)",
              why_not="NeMo-RL's Nemotron 3 Nano guide (docs/guides/nemotron-3-nano.md) names the model-specific "
                      "build nemo-rl:v0.4.0.nemotron_3_nano; this one pins vLLM 0.10.0, the nano-v3 branch 0.11.2"),
@@ -114,7 +123,8 @@ TABLE: tuple[ImageRow, ...] = (
              "0.5.0rc0, vLLM 0.11.2, Megatron-Bridge pin 079d5a94 = 0.3.0rc0) is what the build evidently carries",
              inferred=True),
     ImageRow("nvcr.io/nvidia/nemo-rl:v0.5.0", {"nemo-rl": "0.5.0rc0", "megatron-bridge": "0.3.0rc0"}, ("rl",),
-             "NeMo-RL v0.5.0 (6c708930; README: 'containers are available on NGC nvcr.io/nvidia/nemo-rl:v0.5.0'); "
+             "NeMo-RL v0.5.0 (6c708930; the README's news at v0.6.0: 'containers are available on NGC "
+             "nvcr.io/nvidia/nemo-rl:v0.5.0'); "
              "the tag's package_info.py says 0.5.0rc0; Megatron-Bridge pin 1e9a459b (0.3.0rc0)"),
     ImageRow("nvcr.io/nvidia/nemo-rl:v0.7.0", {"nemo-rl": "0.7.0"}, ("rl",),
              "NeMo-RL v0.7.0 (81aa43dd); docs/guides/nemotron-3-super.md: 'The released NeMo RL base container is "

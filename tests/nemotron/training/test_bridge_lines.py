@@ -30,6 +30,7 @@ import yaml
 from nemo_runspec.errors import ConfigError
 from nemotron.training import bridge_lines as bl
 from nemotron.training import megatron_bridge as mb
+from nemotron.training.nsys import native_profiling
 from nemotron.training.versions import TABLE
 
 from .manifests import MB_LABELS, MB_OF_VERSION, mb_manifest
@@ -72,7 +73,7 @@ def test_our_sft_names_a_recipe_function_the_image_has(row):
         target, kwargs = mb.recipe_for(kind, config, line_of(m))
         desc = m["names"].get(target)
         assert desc is not None, f"{row.image}: megatron-bridge {m['source']['version']} has no {target}"
-        assert set(kwargs) <= set(desc["params"]) or desc.get("varkw"), (target, kwargs)
+        assert set(kwargs) <= {*desc["params"], *desc.get("varkw_keys", ())}, (target, kwargs)
 
 
 # --- stand-ins built from a manifest --------------------------------------------------------
@@ -99,6 +100,7 @@ class Release:
     def __init__(self, m: dict[str, Any], kind: str) -> None:
         self.m, self.kind, self.line = m, kind, line_of(m)
         self.calls: dict[str, inspect.BoundArguments] = {}
+        self.registered: list[tuple[str, Any]] = []
 
     def container(self) -> SimpleNamespace:
         names = self.m["names"]
@@ -124,9 +126,37 @@ class Release:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[dotted] = sig.bind(*args, **kwargs)  # a wrong name or count raises TypeError
+            unknown = set(self.calls[dotted].arguments.get("user_kwargs", {})) - set(desc.get("varkw_keys", ()))
+            if desc.get("varkw") and unknown:  # **user_kwargs: Unpack[...Kwargs]: only that TypedDict's keys
+                raise TypeError(f"{dotted} got unexpected keyword arguments {sorted(unknown)}")
             return result() if callable(result) else result
         call.__signature__ = sig  # type: ignore[attr-defined]  # run() asks whether it takes callbacks
         return call
+
+    def callback_manager(self) -> type:
+        """The release's ``CallbackManager``: ``register`` with its parameters, refusing an event
+        outside the release's ``VALID_EVENTS`` (as the library's own ``register`` does)."""
+        dotted, release = bl.CALLBACK_MANAGER, self
+        register = _signature(self.m["names"][f"{dotted}.register"])
+        events = self.m["constants"][bl.CALLBACK_EVENTS]
+        assert events is not None, f"megatron-bridge {self.m['source']['version']} has no {bl.CALLBACK_EVENTS}"
+
+        def register_fn(_self: Any, *args: Any, **kwargs: Any) -> None:
+            bound = register.bind(*args, **kwargs)
+            event, fn = bound.arguments["event_name"], bound.arguments["fn"]
+            if event not in events:
+                raise ValueError(f"Unknown event {event!r} in megatron-bridge {release.m['source']['version']}")
+            release.calls.setdefault(f"{dotted}.register", bound)
+            release.registered.append((event, fn))
+        return type("CallbackManager", (), {"register": register_fn})
+
+    def callback_context(self, step: int) -> Any:
+        """A ``CallbackContext`` with the release's fields, its ``state.train_state`` a ``TrainState``
+        of the release's fields (only where its ``GlobalState`` has that property)."""
+        names = self.m["names"]
+        assert names[bl.GLOBAL_STATE_TRAIN_STATE] is not None, bl.GLOBAL_STATE_TRAIN_STATE
+        train_state = dataclass_of(self.m, bl.TRAIN_STATE)(step=step)
+        return dataclass_of(self.m, bl.CALLBACK_CONTEXT)(state=SimpleNamespace(train_state=train_state))
 
     def importer(self, dotted: str) -> Any:
         line = self.line
@@ -137,10 +167,9 @@ class Release:
         if dotted in (line.sft_dataset, line.specs_class):
             return dataclass_of(self.m, dotted)
         if dotted == bl.CALLBACK_MANAGER:
-            register = _signature(self.m["names"][f"{dotted}.register"])
-            calls = self.calls
-            return type("CallbackManager", (), {
-                "register": lambda _self, *a, **k: calls.setdefault(f"{dotted}.register", register.bind(*a, **k))})
+            return self.callback_manager()
+        if dotted == mb.PROFILING_CONFIG:
+            return dataclass_of(self.m, dotted)
         if dotted in (*bl.ENTRY_POINTS.values(), bl.FORWARD_STEP):
             return self.function(dotted, lambda: None)
         raise AssertionError(f"not a name of the {line.name} line: {dotted}")
@@ -167,6 +196,10 @@ def _our_config(kind: str, tmp_path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize("label", LABELS)
 def test_run_drives_each_release_through_its_own_names_and_fields(label, kind, tmp_path, monkeypatch):
     monkeypatch.setenv("NEMOTRON_RESILIENCE_DIR", str(tmp_path / "res"))  # callbacks where the entry takes them
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_EXIT_AFTER", "3600")  # train.exit_duration_in_mins
+    monkeypatch.setenv("NEMOTRON_NSYS_STEPS", "10:12")  # run.profile.nsys: ConfigContainer.profiling
+    monkeypatch.setenv("NEMOTRON_NSYS_RANKS", "0,1")
+    monkeypatch.setenv("RANK", "0")
     m = manifest(label)
     release = Release(m, kind)
     cfg = _our_config(kind, tmp_path)
@@ -182,8 +215,17 @@ def test_run_drives_each_release_through_its_own_names_and_fields(label, kind, t
     assert container.checkpoint.save == "/nemo_run/checkpoints"
     validation = container.validation if "validation" in m["config_container"] else container.train
     assert (validation.eval_interval, validation.eval_iters) == (1000, 10)
+    assert (container.train.exit_signal_handler, container.train.exit_duration_in_mins) == (True, 60)
+    profiling = container.profiling
+    assert type(profiling).__name__ == "ProfilingConfig"
+    assert (profiling.use_nsys_profiler, profiling.profile_step_start, profiling.profile_step_end,
+            profiling.profile_ranks) == (True, 10, 12, [0, 1])
     takes_callbacks = "callbacks" in m["names"][bl.ENTRY_POINTS[kind]]["params"]
     assert ("callbacks" in entry) == takes_callbacks == (f"{bl.CALLBACK_MANAGER}.register" in release.calls)
+    if takes_callbacks:  # each registered hook reads the step the way the release's context carries it
+        assert sorted(event for event, _ in release.registered) == ["on_train_step_end", "on_train_step_start"]
+        for _, hook in release.registered:
+            hook(release.callback_context(step=4))  # ctx.state.train_state.step: AttributeError if it moved
     if kind == "pretrain":
         assert release.calls[bl.BLEND_FIELDS].arguments == {"per_split_data_args_path": f"{tmp_path}/blend.json"}
         assert container.dataset.sequence_length == 8192
@@ -222,7 +264,36 @@ def test_every_field_we_set_exists_in_the_release(label):
                 ok = section in m["config_container"] and name in names[classes[section]]["fields"]
             if not ok:
                 missing.append(f"{kind}: {line.target(theirs)}")
+    for theirs in mb.RESILIENCE_FIELDS:  # a job with [resilience]
+        section, _, name = theirs.partition(".")
+        if name not in names[classes[section]]["fields"]:
+            missing.append(f"resilience: {theirs}")
+    profiling = native_profiling({"NEMOTRON_NSYS_STEPS": "1:2"}) or {}  # run.profile.nsys
+    if "profiling" not in m["config_container"] or not names.get(mb.PROFILING_CONFIG):
+        missing.append("profiling")
+    else:
+        missing += [f"profiling.{f}" for f in profiling if f not in names[mb.PROFILING_CONFIG]["fields"]]
     assert missing == []
+
+
+def test_a_release_without_a_blend_field_fails_the_run(tmp_path):
+    """The blend helper's results land on the release's GPTDatasetConfig fields, checked like the others."""
+    m = manifest("v0.6.0")
+    m["names"][bl.PRETRAIN_DATASET]["fields"].remove("blend_per_split")
+    with pytest.raises(AttributeError, match="blend_per_split"):
+        mb.run("pretrain", _our_config("pretrain", tmp_path), importer=Release(m, "pretrain").importer,
+               line=line_of(m))
+
+
+def test_an_event_the_release_lacks_fails_the_run(tmp_path, monkeypatch):
+    """The stand-in CallbackManager refuses an event outside the release's VALID_EVENTS, as the real one does."""
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_DIR", str(tmp_path / "res"))
+    monkeypatch.setenv("RANK", "0")
+    m = manifest("v0.3.1")
+    m["constants"][bl.CALLBACK_EVENTS].remove("on_train_step_start")
+    with pytest.raises(ValueError, match="on_train_step_start"):
+        mb.run("pretrain", _our_config("pretrain", tmp_path), importer=Release(m, "pretrain").importer,
+               line=line_of(m))
 
 
 def test_a_release_without_a_field_fails_the_run(tmp_path):
@@ -243,6 +314,15 @@ def test_a_recipe_the_release_lacks_is_one_line_naming_the_key():
     assert exc.value.key == "recipe._target_" and "\n" not in str(exc.value)
     other = {"recipe": {"_target_": "megatron.bridge.recipes.qwen.qwen3.qwen3_8b_pretrain_config"}}
     assert mb.recipe_for("pretrain", other, line) == (other["recipe"]["_target_"], {})  # not ours: as written
+
+
+def test_a_recipe_argument_the_release_lacks_fails_the_run(tmp_path):
+    """**user_kwargs of 0.3.0's finetune_config are its Nemotron3NanoFinetuneKwargs: a key outside them fails."""
+    cfg = _our_config("sft", tmp_path)
+    cfg["recipe"]["packed_sequences"] = True  # misspelt
+    m = manifest("v0.3.0")
+    with pytest.raises(TypeError, match="packed_sequences"):
+        mb.run("sft", cfg, importer=Release(m, "sft").importer, line=line_of(m))
 
 
 def test_the_reference_recipe_keys_go_to_a_recipe_that_takes_them():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,24 @@ def test_convert_calls_the_releases_own_export(label, tmp_path, monkeypatch):
     assert (export["megatron_path"], export["hf_path"]) == ("/ckpt/sft", str(tmp_path / "hf"))
     assert line.export_factory == ("from_auto_config" if m["names"][f"{bl.AUTO_BRIDGE}.from_auto_config"]
                                    else "from_hf_pretrained")
+
+
+#: where each release keeps its own Megatron -> Hugging Face export (0.6 moved it)
+EXPORT_SCRIPTS = ("examples/conversion/convert_checkpoints.py", "scripts/conversion/cpu_backend.py")
+
+
+@pytest.mark.allowed_skip("needs a Megatron-Bridge git dir (MEGATRON_BRIDGE_SRC), which a clean clone does not have")
+@pytest.mark.parametrize("label", LABELS)
+def test_the_export_factory_is_the_one_the_releases_own_export_calls(label):
+    """export_factory per line is what the release's own export script calls, read at its tag."""
+    src = os.environ.get("MEGATRON_BRIDGE_SRC")
+    if not src:
+        pytest.skip("set MEGATRON_BRIDGE_SRC to a Megatron-Bridge git dir to read its export scripts")
+    m = mb_manifest(label)
+    texts = [subprocess.run(["git", "--git-dir", src, "show", f"{m['source']['commit']}:{path}"],
+                            capture_output=True, text=True).stdout for path in EXPORT_SCRIPTS]
+    calls = {factory for text in texts for factory in re.findall(r"\bbridge = AutoBridge\.(\w+)\(", text)}
+    assert calls == {bl.line_for(m["source"]["version"]).export_factory}, calls
 
 
 def test_convert_with_matching_formats_has_nothing_to_do(tmp_path):

@@ -87,6 +87,13 @@ def test_every_name_the_line_uses_exists_in_the_release(label):
     assert (m["master_config_kind"] == "BaseModel") == line_of(m).master_config_model
 
 
+@pytest.mark.parametrize("label", LABELS)
+def test_the_logger_call_the_heartbeat_wraps_takes_metrics_then_step(label):
+    """A job with [resilience] wraps Logger.log_metrics(metrics, step, ...) (native_resilience.watch_logger)."""
+    desc = manifest(label)["names"]["Logger.log_metrics"]
+    assert desc is not None and desc["params"][:2] == ["metrics", "step"]
+
+
 def test_the_examples_the_lines_follow_are_the_releases_own():
     """run_grpo_math.py until 0.5, run_grpo.py from 0.6 (checked in the mirror when NEMO_RL_SRC is set)."""
     src = os.environ.get("NEMO_RL_SRC")
@@ -369,6 +376,40 @@ def test_the_master_config_we_build_uses_only_keys_the_release_has(label, rl_dat
             else rec.calls["setup"].arguments["master_config"]
         ours = {k: v for k, v in master.items() if k in _our_config(rl_data, tmp_path)}
         assert unknown_keys(m, ours) == []
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_resilience_keys_are_the_releases_own(label, rl_data, tmp_path, monkeypatch):
+    """A job with [resilience] adds NeMo-RL's own checkpointing keys: each release must have them."""
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_DIR", str(tmp_path / "res"))
+    monkeypatch.setenv("NEMOTRON_RESILIENCE_EXIT_AFTER", "5400")
+    m = manifest(label)
+    line = line_of(m)
+    master = nrl.master_config(_our_config(rl_data, tmp_path), lambda _path: OmegaConf.create(_base(m)), line=line)
+    assert master["checkpointing"]["checkpoint_must_save_by"] == "00:01:30:00"
+    assert unknown_keys(m, {"checkpointing": master["checkpointing"]}) == []
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_end_of_training_is_read_from_the_releases_save_state(label):
+    """grpo_finished reads the save state grpo_train writes: with only this release's keys, all
+    far past the end, it says finished; all at zero, not (a key it reads that the release
+    renamed would read as 0 and fail the first)."""
+    from nemotron.training.native_resilience import grpo_finished
+
+    keys = [*m_keys(manifest(label))]
+    far, zero = dict.fromkeys(keys, 10**6), dict.fromkeys(keys, 0)
+    for asynchronous in (False, True):  # the step counts (the dataloader's length unknown)
+        assert grpo_finished(far, {"max_num_steps": 5}, None, asynchronous=asynchronous)
+        assert not grpo_finished(zero, {"max_num_steps": 5}, None, asynchronous=asynchronous)
+    # the epochs: every epoch of 3 batches done, long before max_num_steps
+    assert grpo_finished(far, {"max_num_steps": 10**9, "max_num_epochs": 2}, 3, asynchronous=False)
+
+
+def m_keys(m: dict[str, Any]) -> list[str]:
+    """Every key of the release's GRPO save state (required and optional)."""
+    state = m["grpo_save_state"]
+    return [*state["required"], *state["optional"]]
 
 
 def test_a_misspelt_key_is_caught():

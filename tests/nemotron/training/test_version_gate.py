@@ -24,9 +24,9 @@ from nemotron.training import version_check as vc
 ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "src/nemotron/recipes/nano3"
 TRAIN = {"pretrain": RECIPES / "stage0_pretrain/train.py", "sft": RECIPES / "stage1_sft/train.py",
-         "rl": RECIPES / "stage2_rl/train.py"}
+         "rl": RECIPES / "stage2_rl/train.py", "convert": RECIPES / "stage1_sft/convert.py"}
 CONFIG = {"pretrain": RECIPES / "stage0_pretrain/config", "sft": RECIPES / "stage1_sft/config",
-          "rl": RECIPES / "stage2_rl/config"}
+          "rl": RECIPES / "stage2_rl/config", "convert": RECIPES / "stage1_sft/config/convert"}
 TRAP = "raise RuntimeError('imported {0}: the version check must not import it')\n"
 
 
@@ -69,6 +69,16 @@ def test_a_wrong_megatron_bridge_ends_the_sft_job_in_seconds_with_one_line(tmp_p
     assert "run it in nvcr.io/nvidia/nemo:26.08 (run.env.container_image=IMAGE" in lines[0]
     assert "-c tiny" in lines[0] and "imported" not in r.stderr and "Traceback" not in r.stderr
     assert seconds < 20, seconds  # measured about 2 s: no import of the library, no model
+
+
+def test_a_wrong_megatron_bridge_ends_the_convert_job_in_seconds(tmp_path):
+    """The export runs in the same image line as SFT: its job checks the installed release first too."""
+    site = _stand_ins(tmp_path / "site", "megatron.bridge", (0, 2, 0, ""))
+    r, seconds = _run("convert", tmp_path, site, image="nvcr.io/nvidia/nemo:25.11.nemotron_3_nano")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+    assert r.stderr.startswith("error: nano3/convert: image nvcr.io/nvidia/nemo:25.11.nemotron_3_nano has "
+                               "megatron-bridge 0.2.0; this recipe supports megatron-bridge 0.3.0rc0 to 0.6.x")
+    assert "imported" not in r.stderr and seconds < 20, seconds
 
 
 def test_an_image_not_for_the_stage_names_the_images_to_use(tmp_path):
@@ -152,6 +162,26 @@ def test_installed_version_reads_package_info_without_importing(tmp_path, monkey
     assert found.version == "0.6.1" and found.where == str(site / "megatron" / "bridge" / "package_info.py")
     assert not {m for m in set(sys.modules) - before if m.startswith(("megatron.bridge", "transformer_engine"))}
     assert vc.installed_version("no-such-distribution") is None
+
+
+def test_preflight_reads_the_versions_the_job_reads(tmp_path, monkeypatch):
+    """kit/preflight.py keeps its own copy of the reader (it ships alone, stdlib only): it must
+    name the same libraries and find the same versions as the job's check (release.py)."""
+    import importlib.util
+
+    from nemotron.recipes import RECIPES_DIR
+    from nemotron.training.release import MODULES
+
+    spec = importlib.util.spec_from_file_location("preflight_alone", RECIPES_DIR / "kit" / "preflight.py")
+    preflight = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(preflight)
+    assert preflight.LIBRARIES == MODULES
+    site = _stand_ins(tmp_path, "megatron.bridge", (0, 3, 0, "rc0"))
+    _stand_ins(tmp_path, "nemo_rl", (0, 7, 0, ""))
+    monkeypatch.syspath_prepend(str(site))
+    for dist, module in MODULES.items():
+        found = vc.installed_version(dist)
+        assert preflight._library_version(dist, module) == (found.version if found else None), dist
 
 
 def test_the_evaluator_line_is_the_launchers_0_2():

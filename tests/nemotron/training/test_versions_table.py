@@ -85,3 +85,22 @@ def test_the_lines_cover_every_supported_version_once():
         lines = module.LINES
         for before, after in zip(lines, lines[1:], strict=False):
             assert before.until == after.since  # no gap, no overlap
+
+
+@pytest.mark.parametrize("row", [r for r in TABLE if "eval" in r.stages and "nemo-evaluator" in r.versions],
+                         ids=lambda r: r.image.rpartition("/")[2])
+def test_an_eval_image_whose_evaluator_the_eval_job_refuses_says_so(row):
+    """The eval job refuses a nemo-evaluator outside the launcher's line (version_check.check_evaluator):
+    a row listing such a version for eval must say what to do there (the launcher brings its own)."""
+    from nemotron.training.versions import EVALUATOR_CORE
+
+    if not in_range(row.versions["nemo-evaluator"], *EVALUATOR_CORE):
+        assert any("nemo-evaluator-launcher" in note for note in row.notes), row.image
+
+
+def test_evaluator_versions_are_of_the_package_the_eval_job_reads():
+    """The 25.11 release table's 'Evaluator 0.2.0' is NeMo Eval (nemo-eval, NVIDIA-NeMo/Evaluator's
+    v0.2.0rc* of 2025-08); the nemo-evaluator package reached 0.2.0 only on 2026-03-06, after
+    every 25.11 build: the table must not claim it for those images."""
+    for image in ("nvcr.io/nvidia/nemo:25.11", "nvcr.io/nvidia/nemo:25.11.nemotron_3_nano"):
+        assert "nemo-evaluator" not in row_for(image).versions, image
