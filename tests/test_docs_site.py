@@ -31,7 +31,7 @@ _NOT_FOUND = "Failed to load resource: net::ERR_FILE_NOT_FOUND"
 pytestmark = [pytest.mark.slow]
 
 
-def _no_network_prefix() -> list[str]:
+def _no_network_prefix() -> list[str]:  # as root (scripts/test.sh runs so): the build cannot reach out
     """``unshare --net`` (a network namespace with only a loopback that is down) where it works."""
     unshare = shutil.which("unshare")
     if unshare is None or os.geteuid() != 0:
@@ -40,12 +40,9 @@ def _no_network_prefix() -> list[str]:
     return [unshare, "--net"] if ok else []
 
 
-def _build(root: Path, site: Path, *, offline: bool = False) -> subprocess.CompletedProcess[str]:
+def _build(root: Path, site: Path, *, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     if not MKDOCS.exists():
         pytest.skip("mkdocs is not installed (pip install -e '.[docs]'; the test extra has it)")
-    prefix = _no_network_prefix() if offline else []
-    if offline and not prefix:
-        pytest.skip("no network namespace here (needs root and unshare) to prove the build is offline")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run([*prefix, str(MKDOCS), "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(site)],
                           cwd=root, capture_output=True, text=True, timeout=600, env=env)
@@ -65,12 +62,31 @@ def _warnings(stderr: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's docs, built strict with no network."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bool]:
+    """The project's docs built strict, with no network where a namespace can take it away;
+    and whether it could."""
     out = tmp_path_factory.mktemp("docs") / "site"
-    proc = _build(ROOT, out, offline=True)
+    prefix = _no_network_prefix()
+    proc = _build(ROOT, out, prefix=tuple(prefix))
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return out
+    return out, bool(prefix)
+
+
+@pytest.fixture(scope="module")
+def site(built: tuple[Path, bool]) -> Path:
+    return built[0]
+
+
+def test_the_build_needs_no_network(built):
+    """The strict build above ran where nothing can be reached: not even this machine's loopback."""
+    if not built[1]:
+        pytest.skip("no network namespace here (needs root and unshare): the build ran with the network")
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        probe = ["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {server.getsockname()[1]}), 3)"]
+        assert subprocess.run(probe, capture_output=True).returncode == 0  # here it connects
+        assert subprocess.run([*_no_network_prefix(), *probe], capture_output=True).returncode != 0
 
 
 def test_site_builds_strict_with_api_reference_and_search(site):
