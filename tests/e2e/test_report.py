@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.report_browser import chromium, render
+from tests.report_browser import Rendered, chromium, render
 
 from .helpers import cli_env
 
@@ -65,6 +65,16 @@ class Home:
     def nemotron(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(NEMOTRON), *args], env=self.env, cwd=self.root, text=True,
                               capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def page(self, out_dir: Path, name: str, *refs: str) -> tuple[subprocess.CompletedProcess[str], Rendered]:
+        """``nemotron report REFS -o out_dir/name.html``, opened in Chromium (screenshot beside it):
+        it must ask for nothing and log no error."""
+        page = out_dir / f"{name}.html"
+        proc = self.nemotron("report", *refs, "-o", str(page))
+        assert proc.returncode == 0, proc.stderr
+        shown = render(page, out_dir / f"{name}.png")
+        assert shown.requests == [] and shown.errors == []
+        return proc, shown
 
     def batch(self, *args: str) -> dict:
         proc = self.nemotron(*args)
@@ -145,11 +155,7 @@ def test_the_page_of_a_running_job_draws_what_exists_so_far(jobs, tmp_path):
 
 def test_preempted_and_requeued_job(jobs, tmp_path):
     home, job = jobs["home"], jobs["preempted"]
-    page = tmp_path / "preempted.html"
-    proc = home.nemotron("report", job["job_id"], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "preempted.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "preempted", job["job_id"])
 
     res = Path(job["job_dir"]) / "resilience"
     ends = [r for r in _lines(res / "attempts.jsonl") if r["event"] == "end"]
@@ -180,11 +186,7 @@ def test_preempted_and_requeued_job(jobs, tmp_path):
 
 def test_pipe_has_a_row_per_stage_and_its_dependencies(jobs, tmp_path):
     home, pipe = jobs["home"], jobs["pipe"]
-    page = tmp_path / "pipe.html"
-    proc = home.nemotron("report", pipe["pipe_id"], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "pipe.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "pipe", pipe["pipe_id"])
     stages = [s["stage"] for s in pipe["stages"]]
     assert stages == ["prep-pretrain", "pretrain"]
     rows = shown.sources["timeline/bars"]["row"]
@@ -205,11 +207,7 @@ def test_pipe_has_a_row_per_stage_and_its_dependencies(jobs, tmp_path):
 
 def test_a_set_of_jobs_is_a_sweep_with_the_best_point_marked(jobs, tmp_path):
     home, points = jobs["home"], jobs["points"]
-    page = tmp_path / "sweep.html"
-    proc = home.nemotron("report", *[p["job_id"] for p in points], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "sweep.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "sweep", *[p["job_id"] for p in points])
     finals = []
     for i, p in enumerate(points):
         log = next(Path(p["job_dir"]).glob("log-*_0.out")).read_text()
@@ -248,10 +246,7 @@ def test_identity_of_a_slurm_job(jobs, tmp_path):
     assert [(c["key"], c["path"]) for c in idn["consumed"]] == [("data", path)]
     assert idn["consumed"][0]["ref"].startswith(f"{ref.split(':')[0]}:latest = {ref} ")
 
-    page = tmp_path / "identity.html"
-    assert home.nemotron("report", job["job_id"], "-o", str(page)).returncode == 0
-    shown = render(page, tmp_path / "identity.png")
-    assert shown.requests == [] and shown.errors == []
+    _, shown = home.page(tmp_path, "identity", job["job_id"])
     assert idn["command"] in shown.text and packaged["archive_sha256"] in shown.text
-    html = page.read_text()
+    html = (tmp_path / "identity.html").read_text()
     assert f'<a href="{Path(path).as_uri()}">' in html  # the consumed artifact, linked
