@@ -5,7 +5,7 @@ script), each run paired with one of the floor ``python -c "import typer,
 rich"`` (alternating order: the machine may be shared), reports median and p90
 wall time, the ratio of the medians to the floor's, and the number of modules
 imported, and checks with ``-X importtime`` that no heavy module (nemo_run, ray,
-torch, wandb, omegaconf, pydantic) is imported. Exits 1 when a median is over
+torch, wandb, omegaconf, pydantic, bokeh, playwright) is imported. Exits 1 when a median is over
 budget, a ratio over ``--max-ratio``, or a forbidden module is imported. Writes
 ``bench/results/cli_help.json``. ``PYTHONDONTWRITEBYTECODE`` is not passed on:
 the warm-up run writes the ``.pyc`` files an installed package has (with it set,
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
 COMMANDS = (["--help"], ["nano3", "pretrain", "--help"])
-FORBIDDEN = ("nemo_run", "ray", "torch", "wandb", "omegaconf", "pydantic")
+FORBIDDEN = ("nemo_run", "ray", "torch", "wandb", "omegaconf", "pydantic", "bokeh", "playwright")
 FLOOR = [str(ROOT / ".venv" / "bin" / "python"), "-c", "import typer, rich"]
 
 

@@ -7,8 +7,11 @@ Under ``mkdocs build --strict`` every warning fails the build; this hook warns
   modules of their own) that no ``::: name`` directive of ``docs/api/*.md``
   documents (itself, or a package above it other than the root, whose directive
   shows its submodules);
-- for each public function, class and method of those modules without a docstring
-  (read with griffe, the library mkdocstrings-python reads them with).
+- for each public function, class, method and property of those modules without a
+  docstring, and each name a module exports in ``__all__`` from a private module
+  (``nemo_runspec.parse``, defined in ``_parser``) whose definition has none (read
+  with griffe, the library mkdocstrings-python reads them with). Public constants
+  and attributes are not required to have one.
 
 mkdocs itself fails on broken links and anchors and on pages left out of ``nav``
 (``validation:`` in mkdocs.yml). docs/dev/docs-site.md describes all of it.
@@ -53,8 +56,40 @@ def covered(module: str, directives: set[str]) -> bool:
     return bool(names & directives)
 
 
+def _is_public_api(member: Any) -> bool:
+    """A function, class or property (what must have a docstring), not an alias."""
+    return not member.is_alias and not member.name.startswith("_") and (
+        member.is_function or member.is_class or "property" in member.labels)
+
+
+def _kind(member: Any) -> str:
+    if "property" in member.labels:
+        return "property"
+    return "method" if member.is_function and member.parent.is_class else member.kind.value
+
+
+def _exports(module: Any) -> list[tuple[str, Any]]:
+    """``(name, target)`` of each name in ``__all__`` imported from elsewhere (``parse`` from ``_parser``)."""
+    import griffe
+
+    out = []
+    for export in module.exports or ():
+        name = export if isinstance(export, str) else export.name
+        member = module.members.get(name)
+        if member is None or not member.is_alias:
+            continue
+        try:
+            target = member.final_target
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            continue  # a name from outside the package: not ours to document
+        if target.is_function or target.is_class:
+            out.append((name, target))
+    return out
+
+
 def undocumented(src: Path, modules: list[str]) -> list[str]:
-    """``kind path`` of every public function, class and method of ``modules`` without a docstring."""
+    """``kind path`` of every public function, class, method and property of ``modules``, and of
+    every name a module exports in ``__all__`` from a private one, that has no docstring."""
     import griffe
 
     package = griffe.load(ROOT_PACKAGE, search_paths=[str(src)], resolve_aliases=False)
@@ -64,14 +99,15 @@ def undocumented(src: Path, modules: list[str]) -> list[str]:
         if not module.docstring:
             missing.append(f"module {name}")
         for member in module.members.values():
-            if member.is_alias or member.name.startswith("_") or not (member.is_function or member.is_class):
+            if not _is_public_api(member):
                 continue
             if not member.docstring:
-                missing.append(f"{member.kind.value} {member.path}")
+                missing.append(f"{_kind(member)} {member.path}")
             if member.is_class:
-                missing.extend(f"method {m.path}" for m in member.members.values()
-                               if not m.is_alias and m.is_function and not m.name.startswith("_")
-                               and not m.docstring)
+                missing.extend(f"{_kind(m)} {m.path}" for m in member.members.values()
+                               if _is_public_api(m) and not m.is_class and not m.docstring)
+        missing.extend(f"export {name}.{export} ({target.path})" for export, target in _exports(module)
+                       if not target.docstring)
     return missing
 
 

@@ -4,7 +4,8 @@ What a test gets (:class:`Rendered`): every named Bokeh data source of the page 
 plain lists (``Bokeh.documents[0]``: the plotted series, requeue markers, timeline
 bars and events), the page's text, the seconds until every plot was drawn, the
 requests the page tried to make (it must make none: no network, no CDN), and a
-full-page screenshot written where the test says (its output dir).
+full-page screenshot written where the test says (its output dir). :func:`visit` loads
+any page with the same rules (the docs site's tests use it).
 
 Skips when chromium or playwright is missing (``scripts/browser.sh`` installs
 chromium; under CI=true a skip fails the run, see tests/conftest.py).
@@ -13,12 +14,14 @@ chromium; under CI=true a skip fails the run, see tests/conftest.py).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+T = TypeVar("T")
 #: the flags this machine's chromium needs (docs/dev/contributing.md); playwright adds
 #: --headless and a fresh profile dir (--user-data-dir) of its own
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -71,8 +74,10 @@ class Rendered:
         return dict(zip((int(s) for s in data["step"]), data["value"], strict=True))
 
 
-def render(page_path: Path, screenshot: Path | None = None, *, timeout_ms: int = 60_000) -> Rendered:
-    """Load ``page_path`` (file://) in headless chromium, wait until every plot is drawn, read it."""
+def visit(url: str, act: Callable[[Any], T], *, allowed: tuple[str, ...] = ("file:", "data:"),
+          timeout_ms: int = 60_000) -> tuple[T, list[str], list[str]]:
+    """Load ``url`` in headless chromium and return ``act(page)``, the requests the page tried
+    outside ``allowed`` (URL prefixes; each was refused) and the errors it logged."""
     exe = chromium()
     from playwright.sync_api import sync_playwright
 
@@ -82,27 +87,39 @@ def render(page_path: Path, screenshot: Path | None = None, *, timeout_ms: int =
         browser = pw.chromium.launch(executable_path=exe, args=FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1100, "height": 900})
+            page.set_default_timeout(timeout_ms)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
 
-            def only_the_file(route: Any) -> None:
-                url = route.request.url
-                if url.startswith("file:") or url.startswith("data:"):
+            def only_allowed(route: Any) -> None:
+                if route.request.url.startswith(allowed):
                     route.continue_()
                 else:
-                    requests.append(url)
+                    requests.append(route.request.url)
                     route.abort()
 
-            page.route("**/*", only_the_file)
-            page.goto(page_path.absolute().as_uri(), wait_until="load", timeout=timeout_ms)
-            page.wait_for_function(_DRAWN, timeout=timeout_ms)
-            seconds = page.evaluate("() => performance.now()") / 1000.0
-            sources = page.evaluate(_SOURCES)
-            roots = page.evaluate("() => Bokeh.documents[0].roots().length")
-            text = page.inner_text("body")
-            if screenshot is not None:
-                screenshot.parent.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(screenshot), full_page=True)
+            page.route("**/*", only_allowed)
+            page.goto(url, wait_until="load", timeout=timeout_ms)
+            result = act(page)
         finally:
             browser.close()
-    return Rendered(sources=sources, text=text, seconds=seconds, requests=requests, errors=errors, roots=roots)
+    return result, requests, errors
+
+
+def render(page_path: Path, screenshot: Path | None = None, *, timeout_ms: int = 60_000) -> Rendered:
+    """Load ``page_path`` (file://) in headless chromium, wait until every plot is drawn, read it."""
+
+    def read(page: Any) -> Rendered:
+        page.wait_for_function(_DRAWN, timeout=timeout_ms)
+        seconds = page.evaluate("() => performance.now()") / 1000.0
+        sources = page.evaluate(_SOURCES)
+        roots = page.evaluate("() => Bokeh.documents[0].roots().length")
+        text = page.inner_text("body")
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+        return Rendered(sources=sources, text=text, seconds=seconds, roots=roots)
+
+    shown, requests, errors = visit(page_path.absolute().as_uri(), read, timeout_ms=timeout_ms)
+    shown.requests, shown.errors = requests, errors
+    return shown

@@ -97,6 +97,7 @@ class StagePlan:
 
     @property
     def name(self) -> str:
+        """The stage's name (its step's)."""
         return self.step.name
 
 
@@ -340,6 +341,7 @@ class PipeSubmission:
 
     @property
     def job_ids(self) -> dict[str, str]:
+        """``stage -> Slurm job id`` of the stages submitted."""
         return {name: sub.job_id for name, sub in self.jobs.items()}
 
 

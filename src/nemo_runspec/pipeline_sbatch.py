@@ -80,6 +80,7 @@ class Allocation:
 
     @property
     def driver_path(self) -> str:
+        """The pipe driver script's path in the allocation's run dir."""
         return os.path.join(self.run_dir, DRIVER_NAME)
 
     def driver_log(self, job_id: str) -> str:

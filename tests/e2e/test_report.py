@@ -16,16 +16,19 @@ own patterns. Screenshots go to each test's tmp dir.
 
 from __future__ import annotations
 
+import getpass
 import json
 import re
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.report_browser import chromium, render
+from tests.report_browser import Rendered, chromium, render
 
 from .helpers import cli_env
 
@@ -56,10 +59,22 @@ class Home:
         """, time="00:15:00")
         prep = self.nemotron("nano3", "data", "prep", "pretrain", "-c", "tiny")
         assert prep.returncode == 0, prep.stderr[-2000:]
+        #: what the data prep published: (ref, path), as it printed it
+        self.published = re.search(r"^published (\S+) \(latest\) -> (\S+)", prep.stdout, re.M).groups()
 
     def nemotron(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(NEMOTRON), *args], env=self.env, cwd=self.root, text=True,
                               capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def page(self, out_dir: Path, name: str, *refs: str) -> tuple[subprocess.CompletedProcess[str], Rendered]:
+        """``nemotron report REFS -o out_dir/name.html``, opened in Chromium (screenshot beside it):
+        it must ask for nothing and log no error."""
+        page = out_dir / f"{name}.html"
+        proc = self.nemotron("report", *refs, "-o", str(page))
+        assert proc.returncode == 0, proc.stderr
+        shown = render(page, out_dir / f"{name}.png")
+        assert shown.requests == [] and shown.errors == []
+        return proc, shown
 
     def batch(self, *args: str) -> dict:
         proc = self.nemotron(*args)
@@ -96,6 +111,8 @@ def jobs(tmp_path_factory, slurm_cluster) -> dict:
             time.sleep(0.5)
         assert len(_lines(steps)) >= 12, "the resilient job never reached step 12"
         running = home.nemotron("report", preempted["job_id"], "--format", "json")  # mid-run: what exists so far
+        running_page = home.root / "running.html"
+        running_html = home.nemotron("report", preempted["job_id"], "-o", str(running_page))
         recorded_then = len(_lines(steps))
         assert subprocess.run(["scontrol", "requeue", preempted["job_id"]]).returncode == 0
         deadline = time.monotonic() + 900
@@ -107,7 +124,7 @@ def jobs(tmp_path_factory, slurm_cluster) -> dict:
     states = {i: _state(i) for i in ids}
     assert set(states.values()) == {"COMPLETED"}, states
     return {"home": home, "pipe": pipe, "preempted": preempted, "points": points, "running": running,
-            "recorded_then": recorded_then}
+            "running_html": running_html, "running_page": running_page, "recorded_then": recorded_then}
 
 
 def test_a_running_job_reports_what_exists_so_far(jobs):
@@ -120,23 +137,41 @@ def test_a_running_job_reports_what_exists_so_far(jobs):
     assert 12 <= loss["steps"][-1] <= jobs["recorded_then"] < STEPS  # the steps recorded by then, no more
 
 
+def test_the_page_of_a_running_job_draws_what_exists_so_far(jobs, tmp_path):
+    proc = jobs["running_html"]
+    assert proc.returncode == 0, proc.stderr
+    shown = render(jobs["running_page"], tmp_path / "running.png")
+    assert shown.requests == [] and shown.errors == []
+    bars = shown.sources["timeline/bars"]
+    assert bars["kind"][-1] == "running" and set(bars["kind"]) <= {"queued", "running"}
+    assert bars["end"][-1] > bars["start"][-1]  # the attempt's bar ends at the time of the report
+    drawn = shown.series("series/0/train/loss/0")
+    steps = Path(jobs["preempted"]["job_dir"]) / "resilience" / "steps.jsonl"
+    recorded = {r["step"]: r["loss"] for r in _lines(steps) if r["attempt"] == 0}
+    assert 12 <= max(drawn) <= jobs["recorded_then"] < STEPS
+    assert drawn == {step: recorded[step] for step in drawn} and sorted(drawn) == list(range(1, max(drawn) + 1))
+    assert "RUNNING" in shown.text
+
+
 def test_preempted_and_requeued_job(jobs, tmp_path):
     home, job = jobs["home"], jobs["preempted"]
-    page = tmp_path / "preempted.html"
-    proc = home.nemotron("report", job["job_id"], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "preempted.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "preempted", job["job_id"])
 
     res = Path(job["job_dir"]) / "resilience"
     ends = [r for r in _lines(res / "attempts.jsonl") if r["event"] == "end"]
-    assert [e["kind"] for e in ends] == ["preempted", "completed"]
+    # "preempted": training saw the SIGTERM and recorded its checkpoint step; "requeued": on a
+    # loaded machine Slurm killed it (KillWait) before it did, and the next attempt recorded the end
+    first = ends[0]["kind"]
+    assert first in ("preempted", "requeued") and [e["kind"] for e in ends[1:]] == ["completed"], ends
+    recorded = {}
     for attempt in (0, 1):
-        recorded = {r["step"]: r["loss"] for r in _lines(res / "steps.jsonl") if r["attempt"] == attempt}
-        assert shown.series(f"series/0/train/loss/{attempt}") == recorded
-    assert shown.sources["requeues/0"]["step"] == [int(ends[0]["step"])]
+        recorded[attempt] = {r["step"]: r["loss"] for r in _lines(res / "steps.jsonl") if r["attempt"] == attempt}
+        assert shown.series(f"series/0/train/loss/{attempt}") == recorded[attempt]
+    # the requeue mark: at the step the attempt checkpointed, else where its curve ends
+    marked = int(ends[0]["step"]) if str(ends[0].get("step") or "").isdigit() else max(recorded[0])
+    assert shown.sources["requeues/0"]["step"] == [marked]
     bars = shown.sources["timeline/bars"]
-    assert bars["kind"] == ["queued", "preempted", "completed"]
+    assert bars["kind"] == ["queued", first, "completed"]
     assert bars["row"] == ["attempt 0", "attempt 0", "attempt 1"]
     assert bars["start"][2] >= bars["end"][1]  # the second attempt after the first
     kinds = shown.sources["timeline/events"]["kind"]
@@ -146,16 +181,12 @@ def test_preempted_and_requeued_job(jobs, tmp_path):
         log = next(Path(job["job_dir"]).glob(f"log-*_{job['job_id']}_{attempt}.out")).read_text()
         assert sorted(shown.series(f"series/0/train/tokens_per_sec/{attempt}")) == \
             [int(s) for s, _ in LOGGED.findall(log)]
-    assert "2 attempts (preempted)" in proc.stderr
+    assert f"2 attempts ({first})" in proc.stderr
 
 
 def test_pipe_has_a_row_per_stage_and_its_dependencies(jobs, tmp_path):
     home, pipe = jobs["home"], jobs["pipe"]
-    page = tmp_path / "pipe.html"
-    proc = home.nemotron("report", pipe["pipe_id"], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "pipe.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "pipe", pipe["pipe_id"])
     stages = [s["stage"] for s in pipe["stages"]]
     assert stages == ["prep-pretrain", "pretrain"]
     rows = shown.sources["timeline/bars"]["row"]
@@ -165,6 +196,9 @@ def test_pipe_has_a_row_per_stage_and_its_dependencies(jobs, tmp_path):
     starts = {r: s for r, k, s in zip(rows, shown.sources["timeline/bars"]["kind"],
                                       shown.sources["timeline/bars"]["start"], strict=True) if k == "COMPLETED"}
     assert starts["pretrain"] >= queued_end["prep-pretrain"]  # afterok, as the page shows it
+    deps = shown.sources["timeline/deps"]  # the arrow: pretrain waited for prep-pretrain
+    assert list(zip(deps["from"], deps["to"], strict=True)) == [("prep-pretrain", "pretrain")]
+    assert deps["x0"] == [queued_end["prep-pretrain"]] and deps["x1"] == [starts["pretrain"]]
     log = next(Path(pipe["stages"][1]["job_dir"]).glob("log-*_0.out")).read_text()
     assert shown.series("series/1/train/loss/0") == {int(s): float(v) for s, v in LOGGED.findall(log)}
     assert "series/0/train/loss/0" not in shown.sources  # data prep has no training curve
@@ -173,11 +207,7 @@ def test_pipe_has_a_row_per_stage_and_its_dependencies(jobs, tmp_path):
 
 def test_a_set_of_jobs_is_a_sweep_with_the_best_point_marked(jobs, tmp_path):
     home, points = jobs["home"], jobs["points"]
-    page = tmp_path / "sweep.html"
-    proc = home.nemotron("report", *[p["job_id"] for p in points], "-o", str(page))
-    assert proc.returncode == 0, proc.stderr
-    shown = render(page, tmp_path / "sweep.png")
-    assert shown.requests == [] and shown.errors == []
+    proc, shown = home.page(tmp_path, "sweep", *[p["job_id"] for p in points])
     finals = []
     for i, p in enumerate(points):
         log = next(Path(p["job_dir"]).glob("log-*_0.out")).read_text()
@@ -189,3 +219,34 @@ def test_a_set_of_jobs_is_a_sweep_with_the_best_point_marked(jobs, tmp_path):
     assert re.search(rf"★ best\s+point {best}\s", shown.text)
     assert "fallback.lr" in shown.text and "0.0003" in shown.text
     assert shown.sources["timeline/bars"]["row"].count(f"point {best}") >= 1
+
+
+def test_identity_of_a_slurm_job(jobs, tmp_path):
+    """Command line, profile and where each setting came from, code hash, provenance, artifacts (linked)."""
+    home, job = jobs["home"], jobs["preempted"]
+    proc = home.nemotron("report", job["job_id"], "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    idn = json.loads(proc.stdout)["members"][0]["job"]["identity"]
+    job_dir = Path(job["job_dir"])
+    saved = yaml.safe_load((job_dir / "job.yaml").read_text())
+    assert idn["command"].startswith("nemotron nano3 pretrain -c tiny fallback.max_steps=30 ")
+    assert idn["command"].endswith(" --batch res")
+    assert idn["profile"] == "res" and idn["env_file"] == home.env["NEMOTRON_ENV_FILE"]
+    settings = {s["key"]: (s["value"], s["source"]) for s in idn["settings"]}
+    assert settings["time"][0] == "00:15:00" and settings["resilience.max_restarts"][0] == "2"
+    sources = saved["run"]["env_sources"]  # where the launcher recorded each value came from
+    assert sources["time"] == settings["time"][1] and "[cluster]" in sources["time"]  # extended from
+    shared = [k for k in sources if k in settings]  # (sources also names whole tables: env_vars, resilience)
+    assert {"time", "resilience.max_restarts", "env_vars.NEMOTRON_TEST_STEP_DELAY"} <= set(shared)
+    assert {k: settings[k][1] for k in shared} == {k: sources[k] for k in shared}
+    packaged = json.loads((job_dir / "packaging.json").read_text())
+    assert idn["code"]["archive_sha256"] == packaged["archive_sha256"] and len(packaged["archive_sha256"]) == 64
+    assert idn["provenance"]["user"] == getpass.getuser() and idn["provenance"]["host"] == socket.gethostname()
+    ref, path = home.published
+    assert [(c["key"], c["path"]) for c in idn["consumed"]] == [("data", path)]
+    assert idn["consumed"][0]["ref"].startswith(f"{ref.split(':')[0]}:latest = {ref} ")
+
+    _, shown = home.page(tmp_path, "identity", job["job_id"])
+    assert idn["command"] in shown.text and packaged["archive_sha256"] in shown.text
+    html = (tmp_path / "identity.html").read_text()
+    assert f'<a href="{Path(path).as_uri()}">' in html  # the consumed artifact, linked

@@ -29,6 +29,7 @@ class ArtifactFileSystem(AbstractFileSystem):
 
     @property
     def registry(self):
+        """The registry ``art://`` paths resolve in: the one given, else the configured one."""
         if self._registry is None:
             from nemo_runspec.artifacts.registry import get_registry
 

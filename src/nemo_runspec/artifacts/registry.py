@@ -89,6 +89,7 @@ class ArtifactRegistry:
 
     @property
     def location(self) -> str:
+        """Where the registry lives: its backend's URL, else the backend's class name."""
         return getattr(self.backend, "url", type(self.backend).__name__)
 
     def publish(self, name: str, path: str | os.PathLike[str] | None, *,

@@ -90,10 +90,12 @@ class StatusEntry:
 
     @property
     def is_untracked(self) -> bool:
+        """True for a file git does not track (``?`` in porcelain v2)."""
         return self.kind == "?"
 
     @property
     def is_submodule(self) -> bool:
+        """True when the entry is a submodule (its submodule field starts with ``S``)."""
         return self.submodule.startswith("S")
 
 

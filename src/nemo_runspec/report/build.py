@@ -63,11 +63,8 @@ def collect_slurm(subs: Sequence[Submission]) -> dict[tuple[str, str], JobReport
     """``(job id, job dir) -> report`` for Slurm jobs, each cluster asked once."""
     from nemo_runspec.slurm import jobs as sj
 
-    groups: dict[tuple[object, ...], list[Submission]] = {}
-    for sub in subs:
-        groups.setdefault(sj.tunnel_key(sub), []).append(sub)
     out: dict[tuple[str, str], JobReport] = {}
-    for members in groups.values():
+    for members in sj.by_connection(subs):
         try:
             remote = sj.remote_for(members[0])
         except NemoRunspecError as exc:

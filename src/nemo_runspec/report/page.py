@@ -13,6 +13,7 @@ under 2 MB (``bench/bench_report.py``).
 from __future__ import annotations
 
 import os
+import re
 import time
 import urllib.parse
 from pathlib import Path
@@ -50,9 +51,37 @@ def figures(report: Report) -> dict[str, object]:
     return out
 
 
+def _requirement(package: str, distribution: str = "nemotron") -> str:
+    """``package``'s requirement as ``distribution`` declares it (``bokeh<4,>=3.6``), else its name."""
+    from importlib import metadata
+
+    try:
+        declared = metadata.requires(distribution) or []
+    except metadata.PackageNotFoundError:
+        return package
+    return next((r.split(";")[0].strip() for r in declared
+                 if re.match(rf"{package}\s*([<>=!~;\[]|$)", r, re.I)), package)
+
+
+def require_bokeh() -> None:
+    """A one-line :class:`~nemo_runspec.errors.ExecutionError` naming what to install when Bokeh
+    cannot be imported (it is a dependency, but a ``--no-deps`` install or a trimmed
+    environment may lack it); ``--format json`` needs no Bokeh."""
+    try:
+        import bokeh  # noqa: F401
+    except ImportError:
+        from nemo_runspec.errors import ExecutionError
+
+        raise ExecutionError("the HTML report needs Bokeh, which is not installed in this environment",
+                             hint=f"pip install '{_requirement('bokeh')}', a dependency of nemotron; "
+                                  "or --format json, which needs no Bokeh") from None
+
+
 def render_html(report: Report) -> str:
     """The whole page (see the module docstring)."""
     import jinja2
+
+    require_bokeh()
     from bokeh.embed import components
 
     # the BokehJS parts these figures need, inlined (what bokeh.embed.file_html uses): plots only

@@ -7,7 +7,9 @@ browser: ``Bokeh.documents[0].get_model_by_name(NAME).data``:
   out above :data:`~nemo_runspec.report.downsample.MAX_POINTS`);
 - ``requeues/<member>``: ``step``, ``label`` of each attempt boundary (a requeue);
 - ``timeline/bars``: ``row``, ``start``, ``end``, ``kind``, ``label`` (times in ms, local);
-- ``timeline/events``: ``row``, ``t``, ``kind``, ``label``.
+- ``timeline/events``: ``row``, ``t``, ``kind``, ``label``;
+- ``timeline/deps`` (a pipe): ``from``, ``to`` (stage rows), ``x0`` (when ``from`` ended),
+  ``x1`` (when ``to`` started, or now while it waits): one arrow per dependency.
 
 Bokeh is imported inside the functions (``nemotron --help`` must not pay for it).
 """
@@ -20,6 +22,7 @@ from typing import Any
 from nemo_runspec.report.downsample import min_max
 from nemo_runspec.report.model import (
     EVAL_LOSS,
+    PIPE,
     SWEEP,
     TOKENS_PER_SEC,
     TRAIN_LOSS,
@@ -178,11 +181,13 @@ def timeline_figure(report: Report) -> Any | None:
         assert job is not None
         first = attempts[0].start if attempts and attempts[0].start else job.started
         if job.submitted is not None and first is not None and first > job.submitted and \
-                (report.kind != "job" or attempts[0].number == 0):
+                (report.kind != "job" or not attempts or attempts[0].number == 0):
             if job.where == "local":
                 _bar(bars, row, job.submitted, first, "start-up", "start-up (job dir created to first line)")
             else:
                 _bar(bars, row, job.submitted, first, "queued", "queued (submit to start)")
+        elif job.submitted is not None and first is None and job.ended is None:
+            _bar(bars, row, job.submitted, now, "queued", "queued (still waiting when the report was made)")
         for att in attempts:
             if att.start is None:
                 continue
@@ -202,7 +207,7 @@ def timeline_figure(report: Report) -> Any | None:
             events["label"].append(f"{ev.kind}" + (f" (step {ev.step})" if ev.step is not None else "")
                                    + (f": {ev.label}" if ev.label and ev.label != ev.kind else ""))
             events["marker"].append(EVENT_MARKERS.get(ev.kind, "circle"))
-    fig = _figure("timeline" + (" (one row per stage)" if report.kind == "pipe" else
+    fig = _figure("timeline" + (" (one row per stage; an arrow: waits for)" if report.kind == PIPE else
                                 " (one row per point)" if report.kind == SWEEP else ""),
                   "", x_label=f"time ({time.strftime('%Z')})", x_axis_type="datetime", y_range=names)
     fig.height = max(300, 80 + 40 * len(names))  # room for the legend of bars and event markers
@@ -215,7 +220,39 @@ def timeline_figure(report: Report) -> Any | None:
     hover = fig.select_one(HoverTool)
     hover.tooltips = [("", "@label")]
     fig.add_layout(fig.legend[0], "right")
+    if report.kind == PIPE:
+        _dependencies(fig, report)
     return fig
+
+
+def _dependencies(fig: Any, report: Report) -> None:
+    """An arrow from the end of each stage a pipe stage waits for to where that stage started."""
+    from bokeh.models import Arrow, ColumnDataSource, VeeHead
+
+    jobs = {m.label: m.job for m in report.members if m.job is not None}
+    deps: dict[str, list[Any]] = {"from": [], "to": [], "x0": [], "x1": []}
+    for member in report.members:
+        job = member.job
+        if job is None:
+            continue
+        starts = [a.start for a in job.attempts if a.start is not None]
+        started = min(starts) if starts else job.started
+        waiting = started is None and job.ended is None
+        for name in member.depends_on:
+            before = jobs.get(name)
+            ended = None if before is None else (before.ended or max(
+                (a.end for a in before.attempts if a.end is not None), default=None))
+            if ended is None or (started is None and not waiting):
+                continue  # a skipped stage (no row), one not ended yet, one that never started
+            deps["from"].append(name)
+            deps["to"].append(member.label)
+            deps["x0"].append(_local_ms(ended))
+            deps["x1"].append(_local_ms(report.generated if waiting else started))
+    if deps["from"]:
+        source = ColumnDataSource(deps, name="timeline/deps")
+        fig.add_layout(Arrow(source=source, x_start="x0", y_start="from", x_end="x1", y_end="to",
+                             line_color="#555555", line_width=1.5, line_dash="dotted",
+                             end=VeeHead(size=9, fill_color="#555555", line_color="#555555")))
 
 
 def _bar(bars: dict[str, list[Any]], row: str, start: float, end: float, kind: str, label: str) -> None:

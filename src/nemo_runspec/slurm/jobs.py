@@ -95,6 +95,14 @@ def tunnel_key(sub: Submission) -> tuple[Any, ...]:
             *(str(sub.ssh.get(k) or "") for k in ("host", "user", "port", "identity")))
 
 
+def by_connection(subs: Iterable[Submission]) -> list[list[Submission]]:
+    """``subs`` grouped by :func:`tunnel_key` (in first-seen order): one connection per group."""
+    groups: dict[tuple[Any, ...], list[Submission]] = {}
+    for sub in subs:
+        groups.setdefault(tunnel_key(sub), []).append(sub)
+    return list(groups.values())
+
+
 def describe_tunnel(sub: Submission) -> str:
     """``local`` or ``ssh user@host:port``."""
     if sub.tunnel != "ssh":

@@ -118,9 +118,34 @@ def _imported(argv: list[str], modules: tuple[str, ...]) -> list[str]:
 
 
 def test_root_help_and_report_help_import_no_plotting():
-    heavy = ("bokeh", "nemo_runspec.report", "nemo_runspec.report.build", "nemo_runspec.report.page")
+    heavy = ("bokeh", "playwright", "nemo_runspec.report", "nemo_runspec.report.build", "nemo_runspec.report.page")
     assert _imported(["--help"], heavy) == []
     assert _imported(["report", "--help"], heavy) == []
+
+
+def _without_bokeh(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``nemotron ARGS`` in an interpreter where ``import bokeh`` fails, as when it is not installed
+    (a ``--no-deps`` install, a trimmed environment)."""
+    code = ("import sys\nsys.modules['bokeh'] = None\nsys.argv = ['nemotron', *sys.argv[1:]]\n"
+            "from nemotron.cli.bin.nemotron import main\nmain()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), COLUMNS="200")
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)
+
+
+def test_without_bokeh_the_page_is_one_line_naming_what_to_install_and_json_still_works(tmp_path):
+    job = _local_job_dir(tmp_path)
+    page = tmp_path / "r.html"
+    proc = _without_bokeh(tmp_path, "report", str(job), "-o", str(page))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ("error: the HTML report needs Bokeh, which is not installed in this environment "
+                           "(pip install 'bokeh<4,>=3.6', a dependency of nemotron; or --format json, "
+                           "which needs no Bokeh)\n")
+    assert proc.stdout == "" and not page.exists()
+    proc = _without_bokeh(tmp_path, "report", str(job), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["members"][0]["job"]["state"] == "COMPLETED"
 
 
 def test_consumed_latest_is_the_version_latest_was_when_the_job_started(tmp_path):

@@ -116,11 +116,8 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
     when given, is filled with the recorded attempts of resilient jobs (job dir -> list)."""
     from nemo_runspec.slurm import jobs as sj
 
-    groups: dict[tuple[Any, ...], list[Submission]] = {}
-    for sub in subs:
-        groups.setdefault(sj.tunnel_key(sub), []).append(sub)
     result: dict[tuple[str, str], JobState] = {}
-    for members in groups.values():
+    for members in sj.by_connection(subs):
         try:
             remote = sj.remote_for(members[0])
             try:
@@ -571,14 +568,14 @@ def cancel(
         return
     states = _states(targets, live=True, strict=True)
     dry = dry_run_requested()
-    groups: dict[tuple[Any, ...], list[Submission]] = {}
+    live = []
     for sub in targets:
         st = states[(sub.job_id, sub.job_dir)]
         if st.finished:
             _out(f"job {sub.job_id} already {st.state}; nothing to cancel")
             continue
-        groups.setdefault(sj.tunnel_key(sub), []).append(sub)
-    for members in groups.values():
+        live.append(sub)
+    for members in sj.by_connection(live):
         if dry:
             for sub in members:
                 _out(f"would cancel job {sub.job_id} ({states[(sub.job_id, sub.job_dir)].state})")

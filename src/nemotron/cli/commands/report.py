@@ -80,6 +80,10 @@ def report(
         raise CLIUsageError(f"unknown --format {fmt!r}", hint=did_you_mean(fmt, FORMATS) or "html or json")
     if open_ and fmt != "html":
         raise CLIUsageError("--open shows the HTML page", hint="drop --format json, or --open")
+    if fmt == "html":
+        from nemo_runspec.report.page import require_bokeh
+
+        require_bokeh()  # before asking any cluster
     built = build_report(refs)
     if fmt == "json":
         text = json.dumps(built.to_json(), indent=1, sort_keys=False)
