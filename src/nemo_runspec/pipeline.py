@@ -381,6 +381,7 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
     submission fails half-way, the stages already queued are cancelled, so no
     part of a chain is left waiting on a stage that was never submitted.
     """
+    from nemo_runspec import lifeline
     from nemo_runspec.slurm.submission import submit_detached
 
     say = out or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -398,6 +399,8 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
             say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
             result.jobs[plan.name] = submit_detached(prepared, announce=False)  # its fate is the chain's
+            if prepared.tunnel_kind == "local":  # SIGKILL before the chain is whole cancels it
+                lifeline.cancel_if_killed(result.jobs[plan.name].job_id)
             _ledger(result.jobs[plan.name], pipe_id)
             say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")
     except BaseException as exc:
@@ -421,6 +424,8 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
     finally:
         if result.jobs:
             result.record_path = write_record(result)
+        for sub in result.jobs.values():  # whole, or cancelled: nothing for the watcher to do
+            lifeline.keep_job(sub.job_id)
     return result
 
 
