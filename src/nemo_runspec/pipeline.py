@@ -547,6 +547,7 @@ def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float =
     """Follow the stages one after another (queue state, live log); return the first failing
     stage's exit code, after cancelling the stages after it that are still queued."""
     from nemo_runspec.slurm.monitor import follow
+    from nemo_runspec.slurm.prepared import CANCELLED_EXIT
 
     names = [p.name for p in sub.plans if p.name in sub.jobs]
     for i, name in enumerate(names):
@@ -554,6 +555,12 @@ def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float =
         print(f"[pipe] following {name} (job {job.job_id})", file=sys.stderr, flush=True)
         follow(job, console=console, poll=poll, out=out)
         code = job.returncode
+        if job.interrupted and code != CANCELLED_EXIT:  # detached (Ctrl-C, SIGTERM, SIGHUP): the chain runs on
+            rest = [f"{n}={sub.jobs[n].job_id}" for n in names[i:]]
+            print(f"[pipe] stopped following pipe {sub.pipe_id}; its stages stay in Slurm ({', '.join(rest)}): "
+                  f"nemotron jobs logs -f {sub.pipe_id} follows them, nemotron jobs cancel {sub.pipe_id} "
+                  "cancels them", file=sys.stderr, flush=True)
+            return code
         if code != 0:
             rest = PipeSubmission(sub.pipe_id, sub.plans, {n: sub.jobs[n] for n in names[i + 1:]})
             cancel_jobs(rest, reason=f"stage {name} failed (exit {code})")

@@ -348,7 +348,7 @@ def follow_allocation(sub: PipeSubmission, *, poll: float = 1.0, out: Any = None
     stages = [(name, job.log_path) for name, job in sub.jobs.items()]
     try:
         return follow_stages(Remote(first.prepared), first.job_id, stages, run_dir, write, say, poll=poll)
-    except KeyboardInterrupt:
-        say(f"\nstopped following; allocation {first.job_id} keeps running "
-            f"(nemotron jobs cancel {sub.pipe_id} cancels it)")
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal
+        say(f"\nstopped following pipe {sub.pipe_id}; allocation {first.job_id} keeps running "
+            f"(nemotron jobs logs -f {sub.pipe_id} follows it again, nemotron jobs cancel {sub.pipe_id} cancels it)")
+        raise

@@ -64,10 +64,11 @@ def _follow_allocation(pipe: Any, subs: list[Submission], *, sbatch_log: bool) -
     try:
         code = follow_stages(remote, first.job_id, running, pipe.run_dir, _write,
                              lambda msg: typer.echo(msg, err=True))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal
         typer.echo(f"\nstopped following; allocation {first.job_id} keeps running "
-                   f"(`nemotron jobs cancel {pipe.id}` cancels it)", err=True)
-        return 130
+                   f"(`nemotron jobs logs -f {pipe.id}` follows it again, `nemotron jobs cancel {pipe.id}` "
+                   "cancels it)", err=True)
+        raise
     finally:
         sj.close(remote)
     if code != 0:
@@ -106,10 +107,11 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
 
     try:
         final = sj.follow_log(remote, sub.job_id, path, _write, on_state=on_state)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal (a pipe's too)
         typer.echo(f"\nstopped following job {sub.job_id}; it keeps running "
-                   f"(`nemotron jobs cancel {sub.job_id}` cancels it)", err=True)
-        return 130
+                   f"(`nemotron jobs logs -f {sub.job_id}` follows it again, `nemotron jobs cancel {sub.job_id}` "
+                   "cancels it)", err=True)
+        raise
     if final.exit_code is None:
         note = f": {final.note}" if final.note else ""
         typer.echo(f"job {sub.job_id}: {final.state}{note}", err=True)

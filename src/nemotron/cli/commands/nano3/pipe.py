@@ -149,10 +149,18 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
     else:
         sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     # stdout is for scripts: --run streams the stages' logs there, --batch prints one JSON line
-    typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)
-    if attached:
-        return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
-    typer.echo(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id}, "
-               f"cancel: nemotron jobs cancel {sub.pipe_id})", err=True)
+    try:
+        typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)
+        if attached:
+            return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
+        typer.echo(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status "
+                   f"{sub.pipe_id}, cancel: nemotron jobs cancel {sub.pipe_id})", err=True)
+    except KeyboardInterrupt:  # the whole chain is in Slurm: never leave without saying how to reach it
+        if not attached:  # (the follower of --run says it stopped following, and how to go on)
+            typer.echo(f"interrupted after every stage was submitted: pipe {sub.pipe_id} stays in Slurm; "
+                       f"nemotron jobs logs -f {sub.pipe_id} follows it, nemotron jobs cancel {sub.pipe_id} "
+                       "cancels it", err=True)
+            print(json.dumps(pipeline.chain_record(sub)), flush=True)
+        raise
     print(json.dumps(pipeline.chain_record(sub)), flush=True)
     return 0
