@@ -79,6 +79,7 @@ class ArtifactRegistry:
         if not NAME_RE.match(name):
             raise ArtifactPublishError(f"invalid artifact name {name!r}",
                                        hint="letters, digits, '.', '_' and '-'")
+        _refuse_orphan(name)
         aliases = list(aliases)
         for alias in aliases:  # before anything is written: a bad alias registers nothing
             if not ALIAS_RE.match(alias) or version_number(alias) is not None:
@@ -118,6 +119,25 @@ class ArtifactRegistry:
         """Remove what crashed publishes left behind (see :meth:`FsspecBackend.gc`); other backends: nothing."""
         gc = getattr(self.backend, "gc", None)
         return gc() if callable(gc) else []
+
+
+def _refuse_orphan(name: str) -> None:
+    """A local run publishes only while the ``nemotron`` command that started it runs
+    (``$NEMOTRON_LAUNCHER``, set by :func:`nemo_runspec.execution.local.execute_local`):
+    a process left behind by a command that was killed never publishes."""
+    launcher = os.environ.get("NEMOTRON_LAUNCHER")
+    if not launcher:
+        return
+    from nemo_runspec.procs import identity_running, this_host
+
+    host, _, ident = launcher.rpartition("@")
+    if host != this_host():
+        return  # recorded elsewhere (an environment carried to another machine): nothing to check here
+    if not identity_running(ident):
+        raise ArtifactPublishError(
+            f"not publishing {name}: the nemotron command that started this run (pid "
+            f"{ident.partition(':')[0]}) has ended, so this process was left behind",
+            key=name, hint="run the command again; nothing of this run was published")
 
 
 _REGISTRY: ArtifactRegistry | None = None
