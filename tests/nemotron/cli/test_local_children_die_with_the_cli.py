@@ -128,3 +128,76 @@ def test_stopping_the_cli_stops_every_process_of_the_run_and_nothing_is_publishe
     if (run_dir["out"] / "refused").exists():
         assert "has ended, so this process was left behind" in (run_dir["out"] / "refused").read_text()
     assert ArtifactRegistry(run_dir["env"]["NEMOTRON_ARTIFACTS_ROOT"]).list() == []
+
+
+RAY_RECIPE = textwrap.dedent('''\
+    # /// script
+    # [tool.runspec]
+    # name = "test/ray-orphans"
+    #
+    # [tool.runspec.run]
+    # launch = "direct"
+    # ///
+    import os, sys, time
+    os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
+    import ray
+    ray.init(address="local", num_cpus=1, include_dashboard=False, _temp_dir=os.environ["RAY_TMP"])
+
+    @ray.remote
+    def work():
+        time.sleep(120)
+
+    task = work.remote()
+    time.sleep(3)  # the task's worker is up
+    open(os.environ["RAY_READY"], "w").write("ready")
+    time.sleep(120)
+''')
+
+
+def _ray_processes(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+                env = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if (marker.encode() in cmd or marker.encode() in env) and _alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigkill_of_the_cli_stops_a_local_ray_instance(tmp_path):
+    """Ray's gcs_server, raylet, agents and task workers, started by a local driver, go too."""
+    pytest.importorskip("ray")
+    script = tmp_path / "ray_orphans.py"
+    script.write_text(RAY_RECIPE)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "default.yaml").write_text("x: 1\n")
+    import tempfile
+
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # Ray's socket paths must stay short
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
+    env.update(NEMOTRON_HOME=str(tmp_path / "home"), RAY_TMP=str(ray_tmp), RAY_READY=str(tmp_path / "ready"))
+    proc = subprocess.Popen([str(NEMOTRON), "run", str(script)], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (tmp_path / "ready").exists():
+            assert proc.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert len(_ray_processes(str(ray_tmp))) >= 3  # gcs_server, raylet, the task's worker, ...
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while _ray_processes(str(ray_tmp)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _ray_processes(str(ray_tmp)) == []
+    finally:
+        for pid in _ray_processes(str(ray_tmp)):
+            os.kill(pid, signal.SIGKILL)
+        import shutil
+
+        shutil.rmtree(ray_tmp, ignore_errors=True)
