@@ -37,7 +37,7 @@ def hopeless(line: str) -> ExecutionError | None:
     where = f"SLURM_CONF={conf}" if conf else "Slurm's default location"
     return SlurmConfigUnreadable(
         f"Slurm's configuration {m.group('path')} cannot be read ({m.group('why').strip()}; {where}): "
-        "no Slurm command can reach the cluster, nothing was submitted",
+        "no Slurm command can reach the cluster",
         hint="point SLURM_CONF at the cluster's slurm.conf (or unset it), then run again")
 
 

@@ -105,8 +105,17 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
         else:
             typer.echo(f"job {sub.job_id}: {st.state.lower()}" + (f" on {st.nodes}" if st.nodes else ""), err=True)
 
+    def on_problem(text: str) -> None:
+        typer.echo(f"warning: job {sub.job_id}: {text}", err=True)
+
+    if not sj.path_exists(remote, path):  # a job that ended without a log: say so now, not after following
+        st = sj.query_states(remote, [sub.job_id], live=True)[sub.job_id]
+        if st.finished or (st.state == sj.UNKNOWN and not st.unreached):
+            raise ExecutionError(f"job {sub.job_id} ({st.state}) left no log at {path}: deleted, or written "
+                                 "where this machine cannot see it",
+                                 hint=f"`nemotron jobs logs {sub.job_id} --sbatch-log` shows the batch script's log")
     try:
-        final = sj.follow_log(remote, sub.job_id, path, _write, on_state=on_state)
+        final = sj.follow_log(remote, sub.job_id, path, _write, on_state=on_state, on_problem=on_problem)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal (a pipe's too)
         typer.echo(f"\nstopped following job {sub.job_id}; it keeps running "
                    f"(`nemotron jobs logs -f {sub.job_id}` follows it again, `nemotron jobs cancel {sub.job_id}` "
