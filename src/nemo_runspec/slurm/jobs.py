@@ -283,7 +283,7 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
             write(data)
 
     while True:
-        q = squeue_state(remote, job_id, on_retry=lambda text: problem("controller", text))
+        q = squeue_state(remote, job_id, on_retry=lambda text: (problem("controller", text), pump()))
         if q is None:
             break
         if on_state is not None and (q[0], q[1]) != last:

@@ -169,7 +169,8 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
 
     told: set[str] = set()
 
-    def unreachable(text: str) -> None:  # once: squeue is retried meanwhile
+    def unreachable(text: str) -> None:  # said once; squeue is retried meanwhile, and the log still shown
+        pump()
         if "controller" not in told:
             told.add("controller")
             console.print(f"[yellow]job {sub.job_id}: {escape(text)}; last known: "
