@@ -191,3 +191,60 @@ def _mtime(path: str) -> float:
         return os.stat(path).st_mtime
     except OSError:
         return 0.0
+
+
+def open_by(path: str | os.PathLike[str]) -> list[int]:
+    """Pids of the processes on this host that have ``path`` open (``/proc/*/fd``): who
+    holds a kernel ``flock`` on it, since the pid that took one may have died and left
+    it to a child that inherited the descriptor."""
+    target = os.path.realpath(path)
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == target:
+                    found.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def flock_timeout(path: str | os.PathLike[str], recorded: Holder | None, waited: float) -> str:
+    """Why a kernel ``flock`` on ``path`` was not had within ``waited`` seconds: who took it
+    (``recorded``) and, when that process is gone, which processes still hold it."""
+    holders = open_by(path)
+    who = recorded.describe() if recorded else "another process"
+    text = f"{path} stayed locked for {waited:g}s (taken by {who})"
+    if recorded is not None and recorded.gone:
+        rest = ", ".join(f"pid {p}" for p in holders) or "a process this user cannot see"
+        text += f"; that process is gone, but {rest} still holds it (a process it left behind: stop it)"
+    elif holders:
+        text += f"; held now by {', '.join(f'pid {p}' for p in holders)}"
+    return text
+
+
+def flock_within(fd: int, path: str | os.PathLike[str], *, timeout: float) -> bool:
+    """Take an exclusive kernel ``flock`` on ``fd`` (the file ``path``) within ``timeout``
+    seconds. False where the filesystem has no ``flock``; :class:`TimeoutError` saying who
+    keeps it (:func:`flock_timeout`) when it stays held."""
+    import errno
+    import fcntl
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                return False
+        if time.monotonic() >= deadline:
+            raise TimeoutError(flock_timeout(path, None, timeout))
+        time.sleep(0.01)
