@@ -174,6 +174,8 @@ def registry_for(sections: Mapping[str, Mapping[str, Any]] | None) -> ArtifactRe
     them), else ``$NEMOTRON_HOME/artifacts``."""
     root = os.environ.get("NEMOTRON_ARTIFACTS_ROOT")
     if root:
+        if "://" not in root:  # a relative root means the same place from any directory of this process
+            root = os.path.abspath(os.path.expanduser(root))
         return ArtifactRegistry(root)
     sections = sections or {}
     return registry_from_config(sections.get("artifacts"), wandb=sections.get("wandb"))
