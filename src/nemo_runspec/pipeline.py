@@ -245,6 +245,10 @@ def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publi
                          f"runs: {', '.join(upstream)} runs first")
     existing = _resolve(job, f"{publishes}:latest")
     if resume and existing is not None and existing.metadata.get("pipe_key") == key:
+        from nemo_runspec.artifacts.contents import gone_reason
+
+        if gone := gone_reason(existing):  # same config and inputs, but its files are no longer all there
+            return StagePlan(step, job, consumes, publishes, depends, key, False, f"runs: {gone}")
         return StagePlan(step, job, consumes, publishes, depends, key, True,
                          f"skipped: {existing.ref} was made from the same config and inputs")
     if not resume:
@@ -311,7 +315,7 @@ def run_local(plans: Sequence[StagePlan], *, pipe_id: str | None = None,
         if plan.skip:
             say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
             continue
-        say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name}")
+        say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name} ({plan.reason})")
         started = time.monotonic()
         code = run_job_here(plan.job, extra_env=stage_env(plan, pipe_id))
         if code != 0:
@@ -397,7 +401,8 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             prepared = prepare_stage(plan, pipe_id, skipped=skipped, build_packager=build_packager,
                                      job_ids=result.job_ids, waits_for=waits_for)
             after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
-            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else "")
+                + f" ({plan.reason})")
             result.jobs[plan.name] = submit_detached(prepared, announce=False)  # its fate is the chain's
             if prepared.tunnel_kind == "local":  # SIGKILL before the chain is whole cancels it
                 lifeline.cancel_if_killed(result.jobs[plan.name].job_id)
@@ -556,10 +561,9 @@ def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float =
         follow(job, console=console, poll=poll, out=out)
         code = job.returncode
         if job.interrupted and code != CANCELLED_EXIT:  # detached (Ctrl-C, SIGTERM, SIGHUP): the chain runs on
-            rest = [f"{n}={sub.jobs[n].job_id}" for n in names[i:]]
-            print(f"[pipe] stopped following pipe {sub.pipe_id}; its stages stay in Slurm ({', '.join(rest)}): "
-                  f"nemotron jobs logs -f {sub.pipe_id} follows them, nemotron jobs cancel {sub.pipe_id} "
-                  "cancels them", file=sys.stderr, flush=True)
+            print(f"[pipe] stopped following pipe {sub.pipe_id}; its stages stay in Slurm "
+                  f"({', '.join(f'{n}={sub.jobs[n].job_id}' for n in names[i:])}): nemotron jobs logs -f "
+                  f"{sub.pipe_id} follows them, nemotron jobs cancel {sub.pipe_id} cancels them", file=sys.stderr)
             return code
         if code != 0:
             rest = PipeSubmission(sub.pipe_id, sub.plans, {n: sub.jobs[n] for n in names[i + 1:]})

@@ -94,7 +94,12 @@ class ArtifactRegistry:
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
-        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe}, aliases=aliases, copy=copy)
+        from nemo_runspec.artifacts.contents import summarize
+
+        # what the path holds now, so a later run can tell when it was deleted or thinned out
+        contents = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **contents}, aliases=aliases,
+                                    copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
         """Resolve ``name[:version|alias]`` (or ``art://name:version``) to an :class:`Artifact`."""
