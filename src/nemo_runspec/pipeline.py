@@ -83,6 +83,9 @@ class StagePlan:
         reason: why it runs or is skipped, for the plan display.
         preparation: what the step's ``prepare`` hook made of it (``job`` is its job);
             ``None`` for a step without one.
+        pins: ``{artifact name: pin}`` of its inputs (:mod:`nemo_runspec.artifacts.pins`):
+            this pipe's producing stage, or the exact version there was when the pipe started.
+        output: the exact version of its output a skipped stage stands on (``name:vN``).
     """
 
     step: Step
@@ -94,6 +97,8 @@ class StagePlan:
     skip: bool
     reason: str
     preparation: Preparation | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
+    output: str | None = None
 
     @property
     def name(self) -> str:
@@ -169,7 +174,7 @@ def made_by(producer_key: str) -> str:
 
 
 def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequence[str] = (), *,
-                     resume: bool = True) -> list[StagePlan]:
+                     resume: bool = True, pin_inputs: bool = True) -> list[StagePlan]:
     """Compile every step, build the graph and decide what to skip (see the module docstring).
 
     ``overrides`` are ``STAGE.key=value`` (or ``*.key=value``). With ``resume``
@@ -202,7 +207,7 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
     for step, job, prep, consumes, publishes in compiled:
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
-        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume)
+        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume, pin_inputs=pin_inputs)
         if prep is not None:  # keyed by the config as written; run, shown and submitted as prepared
             plan = dataclasses.replace(plan, job=prep.job, preparation=prep)
         plans.append(plan)
@@ -212,7 +217,17 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
 
 
 def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
-                depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
+                depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool,
+                pin_inputs: bool = True) -> StagePlan:
+    from nemo_runspec.artifacts.pins import stage_pins
+
+    plan = _plan_unpinned(step, job, consumes, publishes, depends, earlier, resume=resume)
+    pins = stage_pins(consumes, earlier, resolve=lambda ref: _resolve(job, ref), pin_inputs=pin_inputs)
+    return dataclasses.replace(plan, pins=pins) if pins else plan
+
+
+def _plan_unpinned(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
+                   depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
     # ``job`` is the compiled job before a step's prepare hook: the key covers the
     # config as written, not what a profile fills in (W&B names, squashed image paths).
     # An input made by a stage of this pipeline is identified by that stage's key (what
@@ -250,7 +265,7 @@ def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publi
         if gone := gone_reason(existing):  # same config and inputs, but its files are no longer all there
             return StagePlan(step, job, consumes, publishes, depends, key, False, f"runs: {gone}")
         return StagePlan(step, job, consumes, publishes, depends, key, True,
-                         f"skipped: {existing.ref} was made from the same config and inputs")
+                         f"skipped: {existing.ref} was made from the same config and inputs", output=existing.ref)
     if not resume:
         return StagePlan(step, job, consumes, publishes, depends, key, False, "runs: --no-resume")
     why = "runs: no output yet" if existing is None else f"runs: {existing.ref} came from another config or inputs"
@@ -288,8 +303,12 @@ def graph_lines(plans: Sequence[StagePlan], job_ids: Mapping[str, str] | None = 
 
 
 def stage_env(plan: StagePlan, pipe_id: str) -> dict[str, str]:
-    """Variables a stage's job gets so what it publishes carries its pipe key."""
-    return {PIPE_ID_ENV: pipe_id, PIPE_KEY_ENV: plan.key}
+    """Variables a stage's job gets so what it publishes carries its pipe key, and its
+    inputs are the versions this pipe pinned (:mod:`nemo_runspec.artifacts.pins`)."""
+    from nemo_runspec.artifacts.pins import PINS_ENV, for_pipe
+
+    pins = {PINS_ENV: json.dumps(for_pipe(plan.pins, pipe_id), sort_keys=True)} if plan.pins else {}
+    return {PIPE_ID_ENV: pipe_id, PIPE_KEY_ENV: plan.key, **pins}
 
 
 def new_pipe_id(title: str) -> str:
@@ -472,6 +491,8 @@ def write_record(sub: PipeSubmission, *, launcher: str = "nemo-run", run_dir: st
 
     ``launcher`` is ``nemo-run`` (a job per stage) or ``sbatch`` (one allocation, whose
     ``run_dir`` holds each stage's ``.rc`` file and whose own log is ``driver_log``)."""
+    from nemo_runspec.artifacts.pins import for_pipe
+
     first = sub.plans[0].job if sub.plans else None
     record = {
         "id": sub.pipe_id,
@@ -486,6 +507,7 @@ def write_record(sub: PipeSubmission, *, launcher: str = "nemo-run", run_dir: st
             "job_dir": sub.jobs[p.name].job_dir if p.name in sub.jobs else None,
             "log": sub.jobs[p.name].log_path if p.name in sub.jobs else None,
             "depends_on": list(p.depends_on), "publishes": p.publishes, "skipped": p.skip, "reason": p.reason,
+            "pins": for_pipe(p.pins, sub.pipe_id),
         } for p in sub.plans],
     }
     path = pipes_dir() / f"{sub.pipe_id}.json"

@@ -95,10 +95,13 @@ class ArtifactRegistry:
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
         from nemo_runspec.artifacts.contents import summarize
+        from nemo_runspec.artifacts.pins import consumed
 
         # what the path holds now, so a later run can tell when it was deleted or thinned out
-        contents = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
-        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **contents}, aliases=aliases,
+        extra = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
+        if inputs := consumed():  # the exact versions this process read: what this version was made from
+            extra["inputs"] = inputs
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **extra}, aliases=aliases,
                                     copy=copy)
 
     def resolve(self, ref: str) -> Artifact:

@@ -74,6 +74,10 @@ def pipe(
     launcher: str = typer.Option("nemo-run", "--launcher", "-l", metavar="NAME",
                                  help="On Slurm: nemo-run (a job per stage, an afterok chain) or sbatch "
                                       "(every stage in one allocation, in order, no queueing between them)"),
+    no_pin: bool = typer.Option(False, "--no-pin",
+                                help="Inputs from outside the pipe resolve when each stage starts (:latest then "
+                                     "means latest at that moment), not when the pipe starts; what the pipe's "
+                                     "own stages publish is always used as published"),
 ) -> None:
     """Run the nano3 chain: data prep, pretrain, SFT, RL and evaluation.
 
@@ -91,14 +95,14 @@ def pipe(
     from nemo_runspec.cli.recipe_config import parse_recipe_config
 
     raise typer.Exit(run_steps(pipeline.select_stages(STEPS, stages), parse_recipe_config(ctx),
-                               resume=not no_resume, launcher=launcher))
+                               resume=not no_resume, launcher=launcher, pin_inputs=not no_pin))
 
 
 LAUNCHERS = ("nemo-run", "sbatch")
 
 
 def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: ANN001 - a RecipeConfig
-              launcher: str = "nemo-run") -> int:
+              launcher: str = "nemo-run", pin_inputs: bool = True) -> int:
     """Compile ``steps`` from the command line ``recipe``, then show, run here, or submit them
     to Slurm as one chain, or as one allocation with ``launcher="sbatch"`` (following
     it when attached); returns the exit code."""
@@ -112,7 +116,7 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
                             hint=did_you_mean(launcher, LAUNCHERS) or f"choose one of {', '.join(LAUNCHERS)}")
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
-    plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume)
+    plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume, pin_inputs=pin_inputs)
     one_allocation = launcher == "sbatch"
     if one_allocation and plans[0].job.is_local:
         raise CLIUsageError("--launcher sbatch runs the stages in one Slurm allocation: it needs a Slurm profile",
