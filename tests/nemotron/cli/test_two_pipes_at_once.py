@@ -104,3 +104,34 @@ def test_an_input_from_outside_the_pipe_is_the_version_there_was_when_the_pipe_s
     assert pipe.returncode == 0, err[-3000:]
     model = reg.resolve(f"{MODEL}:latest")
     assert model.metadata["inputs"][f"{DATA}:latest"] == v1.ref
+
+
+def test_an_import_and_another_data_prep_of_the_same_name_do_not_reach_the_pipe(tmp_path):
+    """While the pipe's pretraining waits to start, the same artifact name gets two newer
+    versions: another data prep (another sample, so another dir) and an import of that dir.
+    The pipe's pretraining still reads what the pipe's own data prep published."""
+    env = _env(tmp_path)
+    reg = ArtifactRegistry(tmp_path / "reg")
+    gate = tmp_path / "go-on"
+    hold = f'+pretrain.run.env.startup_commands=["while [ ! -e {gate} ]; do sleep 0.2; done"]'
+    pipe = subprocess.Popen([str(NEMOTRON), "nano3", "pipe", "-c", "tiny", "--stages", "prep-pretrain:pretrain",
+                             "pretrain.fallback.max_steps=2", hold], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        _wait_for(pipe, lambda: list((tmp_path / "home" / "jobs").glob("nano3-pretrain/*/train.yaml")))
+        ours = reg.resolve(f"{DATA}:latest")
+        other = subprocess.run([str(NEMOTRON), "nano3", "data", "prep", "pretrain", "-c", "tiny", "sample=100"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                               stdin=subprocess.DEVNULL)
+        assert other.returncode == 0, other.stderr[-3000:]
+        imported = subprocess.run([str(NEMOTRON), "nano3", "data", "import", "pretrain",
+                                   reg.resolve(f"{DATA}:latest").path, "--name", DATA], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert imported.returncode == 0, imported.stderr[-3000:]
+        assert [v.version for v in reg.versions(DATA)] == [1, 2, 3]
+    finally:
+        gate.touch()
+    out, err = pipe.communicate(timeout=900)
+    assert pipe.returncode == 0, err[-3000:]
+    model = reg.resolve(f"{MODEL}:latest")
+    assert model.metadata["inputs"][f"{DATA}:latest"] == ours.ref == f"{DATA}:v1"
