@@ -130,11 +130,12 @@ def _tell(line: str) -> None:
     pipe = _watcher_pipe()
     if pipe is None:
         return
-    try:
-        pipe.write(line.encode())
-        pipe.flush()
-    except (OSError, ValueError):  # the watcher is gone: the parent-death signal still holds
-        pass
+    with _lock:  # one whole line at a time, whichever thread tells
+        try:
+            pipe.write(line.encode())
+            pipe.flush()
+        except (OSError, ValueError):  # the watcher is gone: the parent-death signal still holds
+            pass
 
 
 def watch(pgid: int) -> None:

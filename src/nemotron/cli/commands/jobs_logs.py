@@ -108,9 +108,13 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
     def on_problem(text: str) -> None:
         typer.echo(f"warning: job {sub.job_id}: {text}", err=True)
 
-    if not sj.path_exists(remote, path):  # a job that ended without a log: say so now, not after following
+    from nemo_runspec.slurm.queue import squeue_state
+
+    if not sj.path_exists(remote, path) and squeue_state(remote, sub.job_id, retry_for=0) is None:
+        # it left the queue without a log: say so now, not after following
         st = sj.query_states(remote, [sub.job_id], live=True)[sub.job_id]
-        if st.finished or (st.state == sj.UNKNOWN and not st.unreached):
+        ended = st.finished or (not st.accounting and not st.unreached)  # (no accounting: it left the queue)
+        if ended and not sj.path_exists(remote, path):
             raise ExecutionError(f"job {sub.job_id} ({st.state}) left no log at {path}: deleted, or written "
                                  "where this machine cannot see it",
                                  hint=f"`nemotron jobs logs {sub.job_id} --sbatch-log` shows the batch script's log")
