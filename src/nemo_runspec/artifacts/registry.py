@@ -94,13 +94,7 @@ class ArtifactRegistry:
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
-        from nemo_runspec.artifacts.contents import summarize
-        from nemo_runspec.artifacts.pins import consumed
-
-        # what the path holds now, so a later run can tell when it was deleted or thinned out
-        extra = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
-        if inputs := consumed():  # the exact versions this process read: what this version was made from
-            extra["inputs"] = inputs
+        extra = _job_records(src)
         return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **extra}, aliases=aliases,
                                     copy=copy)
 
@@ -127,6 +121,26 @@ class ArtifactRegistry:
         """Remove what crashed publishes left behind (see :meth:`FsspecBackend.gc`); other backends: nothing."""
         gc = getattr(self.backend, "gc", None)
         return gc() if callable(gc) else []
+
+
+#: set in every job a publish can come from: a local run, a pipeline stage, a Slurm job
+JOB_MARKERS = ("NEMOTRON_JOB_DIR", "NEMOTRON_PIPE_ID", "SLURM_JOB_ID")
+
+
+def _job_records(src: str | None) -> dict[str, Any]:
+    """What a job's publish records beside the caller's metadata: ``contents`` (what the
+    path holds now, so a later run can tell when it was deleted or thinned out) and
+    ``inputs`` (the exact versions the job read). A direct call outside a job (a notebook,
+    a test) stores its metadata as given."""
+    if not any(os.environ.get(var) for var in JOB_MARKERS):
+        return {}
+    from nemo_runspec.artifacts.contents import summarize
+    from nemo_runspec.artifacts.pins import consumed
+
+    extra: dict[str, Any] = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
+    if inputs := consumed():
+        extra["inputs"] = inputs
+    return extra
 
 
 def _refuse_orphan(name: str) -> None:

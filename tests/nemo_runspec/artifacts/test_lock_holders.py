@@ -77,3 +77,36 @@ def test_a_flock_kept_by_a_process_the_holder_left_behind_names_that_process(tmp
         assert f"that process is gone, but pid {child} still holds it" in message
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def test_a_jobs_publish_records_what_the_path_held_and_what_it_read(tmp_path, monkeypatch):
+    """Outside a job the metadata is stored as given; inside one (a local run, a pipe stage,
+    a Slurm job) the publish adds ``contents`` and ``inputs``, and missing() reads them."""
+    from nemo_runspec.artifacts.contents import missing
+    from nemo_runspec.artifacts.pins import resolve
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+
+    for var in ("NEMOTRON_JOB_DIR", "NEMOTRON_PIPE_ID", "SLURM_JOB_ID"):
+        monkeypatch.delenv(var, raising=False)
+    reg = ArtifactRegistry(tmp_path / "reg")
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.bin").write_bytes(b"abc")
+    (data / "sub" / "b.idx").write_bytes(b"12345")
+    (data / ".nemotron-data-prep.lock").write_text("held")
+    plain = reg.publish("ds", data, metadata={"n": 1})
+    assert plain.metadata == {"n": 1}
+    monkeypatch.setenv("NEMOTRON_JOB_DIR", str(tmp_path))
+    resolve(reg, "ds:latest", pins={})
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "w.pt").write_bytes(b"w" * 10)
+    art = reg.publish("model", model, metadata={"n": 2})
+    assert art.metadata["inputs"] == {"ds:latest": "ds:v1"}
+    assert art.metadata["contents"] == {"files": 1, "bytes": 10, "listing": {"w.pt": 10}}
+    job_data = reg.publish("ds", data)
+    assert job_data.metadata["contents"]["listing"] == {"a.bin": 3, "sub/b.idx": 5}  # the lock is left out
+    assert missing(job_data.path, job_data.metadata["contents"]) == []
+    (data / "sub" / "b.idx").write_bytes(b"1")
+    (data / "a.bin").unlink()
+    assert missing(job_data.path, job_data.metadata["contents"]) == ["a.bin", "sub/b.idx (size changed)"]
