@@ -96,6 +96,17 @@ def print_log(remote: Any, sub: Submission, path: str) -> int:
     return 0
 
 
+def _left_the_queue(remote: Any, job_id: str) -> bool:
+    """True when squeue says at once that the job is no longer queued (False when it is, or
+    when the controller does not answer: following then says so and retries)."""
+    from nemo_runspec.slurm.queue import squeue_state
+
+    try:
+        return squeue_state(remote, job_id, retry_for=0) is None
+    except ExecutionError:
+        return False
+
+
 def follow_log(remote: Any, sub: Submission, path: str) -> int:
     from nemo_runspec.slurm import jobs as sj
 
@@ -108,9 +119,7 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
     def on_problem(text: str) -> None:
         typer.echo(f"warning: job {sub.job_id}: {text}", err=True)
 
-    from nemo_runspec.slurm.queue import squeue_state
-
-    if not sj.path_exists(remote, path) and squeue_state(remote, sub.job_id, retry_for=0) is None:
+    if not sj.path_exists(remote, path) and _left_the_queue(remote, sub.job_id):
         # it left the queue without a log: say so now, not after following
         st = sj.query_states(remote, [sub.job_id], live=True)[sub.job_id]
         ended = st.finished or (not st.accounting and not st.unreached)  # (no accounting: it left the queue)
