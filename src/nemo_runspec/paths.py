@@ -26,6 +26,25 @@ def nemotron_home() -> Path:
     return Path(os.environ.get("NEMOTRON_HOME") or DEFAULT_HOME).expanduser()
 
 
+#: variables that name a place on this machine: made absolute once, when a command starts
+PLACE_VARIABLES = ("NEMOTRON_HOME", "NEMOTRON_ARTIFACTS_ROOT")
+
+
+def pin_relative_places(environ: dict[str, str] | None = None) -> None:
+    """Make a relative ``NEMOTRON_HOME`` / ``NEMOTRON_ARTIFACTS_ROOT`` absolute, against the
+    directory the command started in, in ``environ`` (default ``os.environ``): every job,
+    stage and child process then means the same place (a local job runs in its own job
+    dir, where ``reg`` would be another registry). URLs (``wandb://``, ``s3://``) and
+    absolute paths are left alone; ``~`` is expanded."""
+    env = os.environ if environ is None else environ
+    for name in PLACE_VARIABLES:
+        value = env.get(name)
+        if value and "://" not in value:
+            expanded = os.path.expanduser(value)
+            if not os.path.isabs(expanded) or expanded != value:
+                env[name] = os.path.abspath(expanded)
+
+
 def jobs_dir() -> Path:
     """Where local job directories go: ``$NEMOTRON_HOME/jobs``."""
     return nemotron_home() / "jobs"

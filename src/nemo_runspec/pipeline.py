@@ -83,6 +83,9 @@ class StagePlan:
         reason: why it runs or is skipped, for the plan display.
         preparation: what the step's ``prepare`` hook made of it (``job`` is its job);
             ``None`` for a step without one.
+        pins: ``{artifact name: pin}`` of its inputs (:mod:`nemo_runspec.artifacts.pins`):
+            this pipe's producing stage, or the exact version there was when the pipe started.
+        output: the exact version of its output a skipped stage stands on (``name:vN``).
     """
 
     step: Step
@@ -94,6 +97,8 @@ class StagePlan:
     skip: bool
     reason: str
     preparation: Preparation | None = None
+    pins: Mapping[str, str] = field(default_factory=dict)
+    output: str | None = None
 
     @property
     def name(self) -> str:
@@ -170,7 +175,7 @@ def made_by(producer_key: str) -> str:
 
 
 def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequence[str] = (), *,
-                     resume: bool = True) -> list[StagePlan]:
+                     resume: bool = True, pin_inputs: bool = True) -> list[StagePlan]:
     """Compile every step, build the graph and decide what to skip (see the module docstring).
 
     ``overrides`` are ``STAGE.key=value`` (or ``*.key=value``). With ``resume``
@@ -203,7 +208,7 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
     for step, job, prep, consumes, publishes in compiled:
         depends = tuple(dict.fromkeys(producers[artifact_name(ref)] for ref in consumes.values()
                                       if artifact_name(ref) in producers))
-        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume)
+        plan = _plan_stage(step, job, consumes, publishes, depends, plans, resume=resume, pin_inputs=pin_inputs)
         unneeded = step.skip_when(job) if step.skip_when is not None else None
         if unneeded:
             plan = dataclasses.replace(plan, skip=True, reason=f"skipped: {unneeded}")
@@ -216,7 +221,17 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
 
 
 def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
-                depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
+                depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool,
+                pin_inputs: bool = True) -> StagePlan:
+    from nemo_runspec.artifacts.pins import stage_pins
+
+    plan = _plan_unpinned(step, job, consumes, publishes, depends, earlier, resume=resume)
+    pins = stage_pins(consumes, earlier, resolve=lambda ref: _resolve(job, ref), pin_inputs=pin_inputs)
+    return dataclasses.replace(plan, pins=pins) if pins else plan
+
+
+def _plan_unpinned(step: Step, job: CompiledJob, consumes: Mapping[str, str], publishes: str | None,
+                   depends: tuple[str, ...], earlier: Sequence[StagePlan], *, resume: bool) -> StagePlan:
     # ``job`` is the compiled job before a step's prepare hook: the key covers the
     # config as written, not what a profile fills in (W&B names, squashed image paths).
     # An input made by a stage of this pipeline is identified by that stage's key (what
@@ -249,8 +264,12 @@ def _plan_stage(step: Step, job: CompiledJob, consumes: Mapping[str, str], publi
                          f"runs: {', '.join(upstream)} runs first")
     existing = _resolve(job, f"{publishes}:latest")
     if resume and existing is not None and existing.metadata.get("pipe_key") == key:
+        from nemo_runspec.artifacts.contents import gone_reason
+
+        if gone := gone_reason(existing):  # same config and inputs, but its files are no longer all there
+            return StagePlan(step, job, consumes, publishes, depends, key, False, f"runs: {gone}")
         return StagePlan(step, job, consumes, publishes, depends, key, True,
-                         f"skipped: {existing.ref} was made from the same config and inputs")
+                         f"skipped: {existing.ref} was made from the same config and inputs", output=existing.ref)
     if not resume:
         return StagePlan(step, job, consumes, publishes, depends, key, False, "runs: --no-resume")
     why = "runs: no output yet" if existing is None else f"runs: {existing.ref} came from another config or inputs"
@@ -288,8 +307,12 @@ def graph_lines(plans: Sequence[StagePlan], job_ids: Mapping[str, str] | None = 
 
 
 def stage_env(plan: StagePlan, pipe_id: str) -> dict[str, str]:
-    """Variables a stage's job gets so what it publishes carries its pipe key."""
-    return {PIPE_ID_ENV: pipe_id, PIPE_KEY_ENV: plan.key}
+    """Variables a stage's job gets so what it publishes carries its pipe key, and its
+    inputs are the versions this pipe pinned (:mod:`nemo_runspec.artifacts.pins`)."""
+    from nemo_runspec.artifacts.pins import PINS_ENV, for_pipe
+
+    pins = {PINS_ENV: json.dumps(for_pipe(plan.pins, pipe_id), sort_keys=True)} if plan.pins else {}
+    return {PIPE_ID_ENV: pipe_id, PIPE_KEY_ENV: plan.key, **pins}
 
 
 def new_pipe_id(title: str) -> str:
@@ -315,7 +338,7 @@ def run_local(plans: Sequence[StagePlan], *, pipe_id: str | None = None,
         if plan.skip:
             say(f"[pipe {i}/{len(plans)}] {plan.name}: {plan.reason}")
             continue
-        say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name}")
+        say(f"[pipe {i}/{len(plans)}] {plan.name}: running {plan.job.runspec.name} ({plan.reason})")
         started = time.monotonic()
         code = run_job_here(plan.job, extra_env=stage_env(plan, pipe_id))
         if code != 0:
@@ -386,6 +409,7 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
     submission fails half-way, the stages already queued are cancelled, so no
     part of a chain is left waiting on a stage that was never submitted.
     """
+    from nemo_runspec import lifeline
     from nemo_runspec.slurm.submission import submit_detached
 
     say = out or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -401,8 +425,11 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
             prepared = prepare_stage(plan, pipe_id, skipped=skipped, build_packager=build_packager,
                                      job_ids=result.job_ids, waits_for=waits_for)
             after = [result.job_ids[d] for d in plan.depends_on if d in result.job_ids] + waits_for
-            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else ""))
+            say(f"[pipe {i}/{len(plans)}] {plan.name}: submitting" + (f" after {', '.join(after)}" if after else "")
+                + f" ({plan.reason})")
             result.jobs[plan.name] = submit_detached(prepared, announce=False)  # its fate is the chain's
+            if prepared.tunnel_kind == "local":  # SIGKILL before the chain is whole cancels it
+                lifeline.cancel_if_killed(result.jobs[plan.name].job_id)
             _ledger(result.jobs[plan.name], pipe_id)
             say(f"[pipe {i}/{len(plans)}] {plan.name}: job {result.jobs[plan.name].job_id}")
     except BaseException as exc:
@@ -426,6 +453,8 @@ def submit_slurm(plans: Sequence[StagePlan], *, build_packager: Callable[[Compil
     finally:
         if result.jobs:
             result.record_path = write_record(result)
+        for sub in result.jobs.values():  # whole, or cancelled: nothing for the watcher to do
+            lifeline.keep_job(sub.job_id)
     return result
 
 
@@ -467,6 +496,8 @@ def write_record(sub: PipeSubmission, *, launcher: str = "nemo-run", run_dir: st
 
     ``launcher`` is ``nemo-run`` (a job per stage) or ``sbatch`` (one allocation, whose
     ``run_dir`` holds each stage's ``.rc`` file and whose own log is ``driver_log``)."""
+    from nemo_runspec.artifacts.pins import for_pipe
+
     first = sub.plans[0].job if sub.plans else None
     record = {
         "id": sub.pipe_id,
@@ -481,6 +512,7 @@ def write_record(sub: PipeSubmission, *, launcher: str = "nemo-run", run_dir: st
             "job_dir": sub.jobs[p.name].job_dir if p.name in sub.jobs else None,
             "log": sub.jobs[p.name].log_path if p.name in sub.jobs else None,
             "depends_on": list(p.depends_on), "publishes": p.publishes, "skipped": p.skip, "reason": p.reason,
+            "pins": for_pipe(p.pins, sub.pipe_id),
         } for p in sub.plans],
     }
     path = pipes_dir() / f"{sub.pipe_id}.json"
@@ -547,6 +579,7 @@ def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float =
     """Follow the stages one after another (queue state, live log); return the first failing
     stage's exit code, after cancelling the stages after it that are still queued."""
     from nemo_runspec.slurm.monitor import follow
+    from nemo_runspec.slurm.prepared import CANCELLED_EXIT
 
     names = [p.name for p in sub.plans if p.name in sub.jobs]
     for i, name in enumerate(names):
@@ -554,6 +587,11 @@ def follow_submission(sub: PipeSubmission, *, console: Any = None, poll: float =
         print(f"[pipe] following {name} (job {job.job_id})", file=sys.stderr, flush=True)
         follow(job, console=console, poll=poll, out=out)
         code = job.returncode
+        if job.interrupted and code != CANCELLED_EXIT:  # detached (Ctrl-C, SIGTERM, SIGHUP): the chain runs on
+            print(f"[pipe] stopped following pipe {sub.pipe_id}; its stages stay in Slurm "
+                  f"({', '.join(f'{n}={sub.jobs[n].job_id}' for n in names[i:])}): nemotron jobs logs -f "
+                  f"{sub.pipe_id} follows them, nemotron jobs cancel {sub.pipe_id} cancels them", file=sys.stderr)
+            return code
         if code != 0:
             rest = PipeSubmission(sub.pipe_id, sub.plans, {n: sub.jobs[n] for n in names[i + 1:]})
             cancel_jobs(rest, reason=f"stage {name} failed (exit {code})")

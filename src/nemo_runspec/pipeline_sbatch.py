@@ -266,13 +266,13 @@ def submit_allocation(plans: Sequence[StagePlan], *, build_packager: Callable[[C
             squash_ids += [i for i in before_submit(plan) if i not in squash_ids]  # e.g. evaluator images
         secrets = [str(v) for job in staged for v in job.secrets.values()]
         deps = f" --dependency=afterok:{':'.join(squash_ids)}" if squash_ids else ""
-        from nemo_runspec.signals import deferred, own_session_prefix
+        from nemo_runspec.slurm.sbatch import sbatch
 
         remote = Remote(first)
-        prefix = own_session_prefix() if remote.local else ""
-        with submission_environment(secrets), deferred():  # an interrupt waits for the job id
-            rc, stdout, stderr = remote.run(f"{prefix}sbatch --requeue --parsable{deps} "
-                                            f"{shlex.quote(alloc.driver_path)}")
+        with submission_environment(secrets):  # an interrupt stops sbatch (and cancels what it queued)
+            rc, stdout, stderr = sbatch(["sbatch", "--requeue", "--parsable", *deps.split(), alloc.driver_path],
+                                        script=alloc.driver_path, job_name=None, run=remote.run,
+                                        local=remote.local)
         job_id = stdout.strip().split(";", 1)[0]
         if rc != 0 or not job_id.isdigit():
             from nemo_runspec.errors import SubmissionError
@@ -283,6 +283,10 @@ def submit_allocation(plans: Sequence[StagePlan], *, build_packager: Callable[[C
         for job in staged:
             remove_staged(job)
         raise
+    from nemo_runspec import lifeline
+
+    for job in staged:  # the allocation has them now
+        lifeline.keep(job.local_exp_dir)
     logs = alloc.stage_logs(job_id)
     for name, job in alloc.prepared.items():
         log, batch_log = logs[name]
@@ -345,7 +349,7 @@ def follow_allocation(sub: PipeSubmission, *, poll: float = 1.0, out: Any = None
     stages = [(name, job.log_path) for name, job in sub.jobs.items()]
     try:
         return follow_stages(Remote(first.prepared), first.job_id, stages, run_dir, write, say, poll=poll)
-    except KeyboardInterrupt:
-        say(f"\nstopped following; allocation {first.job_id} keeps running "
-            f"(nemotron jobs cancel {sub.pipe_id} cancels it)")
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal
+        say(f"\nstopped following pipe {sub.pipe_id}; allocation {first.job_id} keeps running "
+            f"(nemotron jobs logs -f {sub.pipe_id} follows it again, nemotron jobs cancel {sub.pipe_id} cancels it)")
+        raise

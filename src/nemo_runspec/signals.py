@@ -6,11 +6,10 @@
   print how to reach it) runs for them exactly as for Ctrl-C. The command then
   exits ``128 + signal`` (:func:`exit_code`).
 - :func:`deferred` holds the three signals back (blocked, not ignored) for the
-  length of a call that must not be split, such as ``sbatch``: the signal is
-  delivered as soon as the call has returned, so the CLI always learns the job id
-  Slurm gave before it reacts. Blocked signals are inherited by child processes,
-  so a terminal's Ctrl-C, which goes to the whole foreground process group, does
-  not kill a half-done ``sbatch`` either.
+  length of a short call that must not be split, such as the clean-up after an
+  interrupted ``sbatch`` (:mod:`nemo_runspec.slurm.sbatch`): the signal is
+  delivered as soon as the call has returned. ``sbatch`` itself is not deferred:
+  an interrupt stops it at once, and a job it queued anyway is found and cancelled.
 """
 
 from __future__ import annotations
@@ -95,12 +94,3 @@ def deferred() -> Iterator[None]:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         if noted:
             signal.raise_signal(noted[0])  # as if it came now: the usual handler decides
-
-
-def own_session_prefix() -> str:
-    """``"setsid --wait "`` where util-linux's setsid is installed, else ``""``: a local
-    command run with it is not stopped by a signal sent to this process's group
-    (a terminal's Ctrl-C), and its exit status is still the command's."""
-    import shutil
-
-    return "setsid --wait " if shutil.which("setsid") else ""

@@ -50,7 +50,9 @@ class ArtifactFileSystem(AbstractFileSystem):
         artifact reference and the payload root (the artifact is resolved once)."""
         path = self._strip_protocol(path)
         ref, _, rest = path.partition("/")
-        art = self.registry.resolve(ref)
+        from nemo_runspec.artifacts import pins
+
+        art = pins.resolve(self.registry, ref)  # a pipeline's pins hold here too
         fs, base = fsspec.core.url_to_fs(art.path)
         target = f"{base.rstrip('/')}/{rest}" if rest else base
         return fs, target, ref, base

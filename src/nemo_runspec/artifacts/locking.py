@@ -110,6 +110,15 @@ def _owner() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}"
 
 
+def _holder_text(text: str | None) -> str | None:
+    """``pid N on host`` from a lock file's content (a :class:`~nemo_runspec.locks.Holder`
+    line, or the plain text older versions wrote)."""
+    from nemo_runspec.locks import Holder
+
+    holder = Holder.parse(text)
+    return f"pid {holder.pid} on {holder.host}" if holder else text
+
+
 def _timeout_error(what: str, holder: str | None, timeout: float, hint: str) -> ArtifactError:
     held = f" (held by {holder})" if holder else ""
     return ArtifactError(f"timed out after {timeout:g}s waiting for the registry lock{held}",
@@ -159,19 +168,26 @@ class FlockLock:
                 if exc.errno in (errno.EAGAIN, errno.EACCES):
                     if backoff.wait():
                         continue
-                    holder = _read_text(self.path)
+                    from nemo_runspec.locks import Holder, flock_timeout
+
+                    text = _read_text(self.path)
                     os.close(fd)
-                    raise _timeout_error(self.path, holder, self.timeout,
-                                         "a publish of this artifact is stuck; if no process "
-                                         "is publishing, check the filesystem") from None
+                    recorded = Holder.parse(text)
+                    hint = ("a publish of this artifact is stuck; if no process is publishing, check the "
+                            "filesystem")
+                    if recorded is not None and recorded.gone:  # a process it left behind keeps the lock
+                        hint = flock_timeout(self.path, recorded, self.timeout)
+                    raise _timeout_error(self.path, _holder_text(text), self.timeout, hint) from None
                 os.close(fd)
                 if exc.errno in _NO_FLOCK:
                     return False
                 raise
         self._fd = fd
         try:  # who holds it, for the timeout message of the others
+            from nemo_runspec.locks import Holder
+
             os.ftruncate(fd, 0)
-            os.pwrite(fd, _owner().encode(), 0)
+            os.pwrite(fd, Holder.me().line().encode(), 0)
         except OSError:
             pass
         return True
@@ -216,9 +232,14 @@ class LeaseLock:
         return data
 
     def acquire(self) -> bool:
-        """Take the lease (breaking a stale one); always True."""
+        """Take the lease (breaking a stale one: its holder is gone from this host, or it is
+        older than ``stale_after``); always True."""
+        from nemo_runspec.locks import Holder, elsewhere_hint, took_over
+
         token = uuid.uuid4().hex
-        body = json.dumps({"owner": _owner(), "token": token, "time": time.time()}).encode()
+        me = Holder.me()
+        body = json.dumps({"owner": _owner(), "token": token, "time": time.time(), "pid": me.pid,
+                           "host": me.host, "start": me.start, "since": me.since}).encode()
         backoff = _Backoff(self.timeout)
         while True:
             try:
@@ -227,16 +248,23 @@ class LeaseLock:
                 return True
             except FileExistsError:
                 lease = self._lease()
-                if lease is not None and time.time() - lease["time"] > self.stale_after:
+                holder = Holder.parse(json.dumps(lease)) if lease is not None else None
+                gone = holder is not None and holder.gone
+                if lease is not None and (gone or time.time() - lease["time"] > self.stale_after):
+                    if gone:  # one line: a publish was killed here, its lease is taken over now
+                        import sys
+
+                        print(f"note: {took_over(holder, self.label)}", file=sys.stderr, flush=True)
                     try:
                         self._remove(self.path)
                     except FileNotFoundError:
                         pass
                     continue
                 if not backoff.wait():
-                    raise _timeout_error(self.label, (lease or {}).get("owner"), self.timeout,
-                                         f"a lease older than {self.stale_after:g}s is broken "
-                                         "automatically; delete the file if its holder is gone") from None
+                    hint = (elsewhere_hint(holder, self.label) if holder is not None and not holder.here
+                            else f"a lease older than {self.stale_after:g}s is broken automatically; delete the "
+                                 "file if its holder is gone")
+                    raise _timeout_error(self.label, (lease or {}).get("owner"), self.timeout, hint) from None
 
     def release(self) -> None:
         """Remove the lease if it is still ours."""

@@ -104,6 +104,7 @@ class ArtifactRegistry:
         if not NAME_RE.match(name):
             raise ArtifactPublishError(f"invalid artifact name {name!r}",
                                        hint="letters, digits, '.', '_' and '-'")
+        _refuse_orphan(name)
         aliases = list(aliases)
         for alias in aliases:  # before anything is written: a bad alias registers nothing
             if not ALIAS_RE.match(alias) or version_number(alias) is not None:
@@ -118,7 +119,8 @@ class ArtifactRegistry:
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
-        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **_sweep_point()},
+        extra = _job_records(src)
+        return self.backend.publish(name, src, metadata={**(metadata or {}), **pipe, **_sweep_point(), **extra},
                                     aliases=aliases, copy=copy)
 
     def resolve(self, ref: str) -> Artifact:
@@ -144,6 +146,45 @@ class ArtifactRegistry:
         """Remove what crashed publishes left behind (see :meth:`FsspecBackend.gc`); other backends: nothing."""
         gc = getattr(self.backend, "gc", None)
         return gc() if callable(gc) else []
+
+
+#: set in every job a publish can come from: a local run, a pipeline stage, a Slurm job
+JOB_MARKERS = ("NEMOTRON_JOB_DIR", "NEMOTRON_PIPE_ID", "SLURM_JOB_ID")
+
+
+def _job_records(src: str | None) -> dict[str, Any]:
+    """What a job's publish records beside the caller's metadata: ``contents`` (what the
+    path holds now, so a later run can tell when it was deleted or thinned out) and
+    ``inputs`` (the exact versions the job read). A direct call outside a job (a notebook,
+    a test) stores its metadata as given."""
+    if not any(os.environ.get(var) for var in JOB_MARKERS):
+        return {}
+    from nemo_runspec.artifacts.contents import summarize
+    from nemo_runspec.artifacts.pins import consumed
+
+    extra: dict[str, Any] = {"contents": summary} if src is not None and (summary := summarize(src)) else {}
+    if inputs := consumed():
+        extra["inputs"] = inputs
+    return extra
+
+
+def _refuse_orphan(name: str) -> None:
+    """A local run publishes only while the ``nemotron`` command that started it runs
+    (``$NEMOTRON_LAUNCHER``, set by :func:`nemo_runspec.execution.local.execute_local`):
+    a process left behind by a command that was killed never publishes."""
+    launcher = os.environ.get("NEMOTRON_LAUNCHER")
+    if not launcher:
+        return
+    from nemo_runspec.procs import identity_running, this_host
+
+    host, _, ident = launcher.rpartition("@")
+    if host != this_host():
+        return  # recorded elsewhere (an environment carried to another machine): nothing to check here
+    if not identity_running(ident):
+        raise ArtifactPublishError(
+            f"not publishing {name}: the nemotron command that started this run (pid "
+            f"{ident.partition(':')[0]}) has ended, so this process was left behind",
+            key=name, hint="run the command again; nothing of this run was published")
 
 
 _REGISTRY: ArtifactRegistry | None = None
@@ -180,6 +221,8 @@ def registry_for(sections: Mapping[str, Mapping[str, Any]] | None) -> ArtifactRe
     them), else ``$NEMOTRON_HOME/artifacts``."""
     root = os.environ.get("NEMOTRON_ARTIFACTS_ROOT")
     if root:
+        if "://" not in root:  # a relative root means the same place from any directory of this process
+            root = os.path.abspath(os.path.expanduser(root))
         return ArtifactRegistry(root)
     sections = sections or {}
     return registry_from_config(sections.get("artifacts"), wandb=sections.get("wandb"))

@@ -43,10 +43,11 @@ def dry_run_sections(
     """The redacted content of a dry run, as plain data.
 
     Keys: ``header`` (recipe, script, mode, profile, env_file, config, overrides,
-    passthrough), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
+    passthrough, container: what a Slurm job runs in, or None), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
     ``train_yaml``.
     """
     from nemo_runspec.config.job_config import not_secret_values
+    from nemo_runspec.execution.settings import container_choice
     from nemo_runspec.secrets import find_secret_values, redact, redact_text
 
     job = _plain(job_config)
@@ -70,6 +71,8 @@ def dry_run_sections(
         "config": cli.get("config"),
         "overrides": list(cli.get("overrides") or []),
         "passthrough": list(cli.get("passthrough") or []),
+        "container": container_choice(env, str(sources.get("container_image", "")) or None, compiled=True)
+        if isinstance(env, Mapping) else None,
     }
     rows = [
         (str(key), _short(value), str(sources.get(key, "")))
@@ -131,6 +134,8 @@ def display_dry_run(
         summary.add_row(label, Text("-" if value in (None, "") else str(value)))
     summary.add_row("overrides", Text(" ".join(head["overrides"]) or "-"))
     summary.add_row("script args", Text(" ".join(head["passthrough"]) or "-"))
+    if head.get("container"):
+        summary.add_row("container", Text(head["container"]))
     out.print(Panel(summary, title="Dry run: nothing submitted", title_align="left", border_style="yellow"))
 
     env_table = Table(title="run.env (execution settings)", title_justify="left", expand=False)

@@ -81,12 +81,14 @@ def reference_for(key: str, root: Any) -> str:
 
 
 def lookup(ref: str) -> dict[str, Any]:
-    """Resolve ``ref`` through pinned answers or the process-wide registry."""
+    """Resolve ``ref`` through pinned answers or the process-wide registry, honouring the
+    pipeline's pins (``$NEMOTRON_ARTIFACT_PINS``: :mod:`nemo_runspec.artifacts.pins`)."""
     if _PINNED is not None and ref in _PINNED:
         return _PINNED[ref]
+    from nemo_runspec.artifacts import pins
     from nemo_runspec.artifacts.registry import get_registry
 
-    return get_registry().resolve(ref).to_dict()
+    return pins.resolve(get_registry(), ref).to_dict()
 
 
 def _art_resolver(key: str, field: str = "path", *, _root_: Any = None) -> Any:

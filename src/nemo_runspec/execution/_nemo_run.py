@@ -46,6 +46,9 @@ def lean() -> None:
     Idempotent and cheap after the first call. A package that is already
     imported (deferred or complete) is left as it is.
     """
+    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+
+    stop_commands_on_interrupt()  # the commands nemo-run runs through invoke stop on SIGTERM too
     if all(name in sys.modules for name in DEFERRED):
         return
     with _lock:

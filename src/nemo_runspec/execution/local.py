@@ -91,8 +91,6 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     ``setup`` or ``run.cmd`` the script starts through ``runspec_launch.sh`` in
     the job dir (:func:`local_launch_files`; docs/runspec/v1/spec.md section 7).
     """
-    import subprocess
-
     from nemo_runspec.config import (
         extract_train_config,
         generate_job_dir,
@@ -115,9 +113,14 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
     env.update(extra_env or {})
     env["NEMOTRON_JOB_DIR"] = str(final)
+    from nemo_runspec.procs import identity, this_host
+
+    # what the job publishes must come from a run whose command still waits for it
+    # (nemo_runspec.artifacts.registry refuses to publish for a launcher that is gone)
+    env[LAUNCHER_ENV] = f"{this_host()}@{identity()}"
     print(f"job dir: {final}", file=sys.stderr)
     for cmd in run_env.get("startup_commands") or []:
-        code = subprocess.call(["bash", "-c", str(cmd)], cwd=final, env=env)
+        code = _run_tied(["bash", "-c", str(cmd)], cwd=final, env=env)
         if code != 0:
             raise ExecutionError(f"startup command failed with exit code {code}: {cmd}",
                                  key="startup_commands")
@@ -161,6 +164,26 @@ def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthroug
     return files
 
 
+#: ``<host>@<pid>:<start time>`` of the ``nemotron`` process a local job runs under (:mod:`nemo_runspec.procs`)
+LAUNCHER_ENV = "NEMOTRON_LAUNCHER"
+
+
+def _run_tied(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> int:
+    """Run ``cmd`` to its end as a child that cannot outlive this process; an interrupt
+    stops it (and what it started) and is raised again."""
+    from nemo_runspec import lifeline
+
+    child = lifeline.spawn(list(cmd), cwd=cwd, env=dict(env))
+    try:
+        return child.wait()
+    except BaseException:
+        lifeline.stop_group(child.pid, grace=5.0)
+        child.wait()
+        raise
+    finally:
+        lifeline.release(child.pid)
+
+
 #: Seconds an interrupted job gets to stop by itself (a Ray driver shuts its
 #: local cluster down, torchrun stops its workers) before it is terminated.
 INTERRUPT_GRACE = 20.0
@@ -176,25 +199,33 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
     seconds (SIGTERM, then SIGKILL after that). Whatever the group still holds
     once the child is gone (Ray's raylet and agents of a local data prep, say)
     is terminated too. Returns 130 after an interrupt.
+
+    The child cannot outlive this process (:mod:`nemo_runspec.lifeline`): if the
+    ``nemotron`` process dies, SIGKILL included, the child and its group are
+    stopped, so no orphan goes on to publish.
     """
     import signal
     import subprocess
 
+    from nemo_runspec import lifeline
+
     try:
-        child = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), start_new_session=True)
+        child = lifeline.spawn(list(cmd), cwd=cwd, env=dict(env))
     except OSError as exc:
         raise ExecutionError(f"could not start {cmd[0]}: {exc}") from exc
-    interrupted = False
+    interrupted = 0
     try:
         while True:
             try:
                 code = child.wait()
                 break
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 if interrupted:  # a second Ctrl-C: stop at once
                     _signal_group(child.pid, signal.SIGKILL)
                     continue
-                interrupted = True
+                from nemo_runspec.signals import exit_code
+
+                interrupted = exit_code(exc)  # 130 for Ctrl-C, 128 + N for SIGTERM/SIGHUP
                 print(f"interrupted: stopping the job (up to {grace:.0f}s; Ctrl-C again to kill it)",
                       file=sys.stderr)
                 _signal_group(child.pid, signal.SIGINT)
@@ -210,7 +241,8 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                         _signal_group(child.pid, signal.SIGKILL)
     finally:
         _stop_group(child.pid)
-    return 130 if interrupted else code
+        lifeline.release(child.pid)
+    return interrupted or code
 
 
 def _signal_group(pgid: int, sig: int) -> None:

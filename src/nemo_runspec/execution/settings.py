@@ -70,6 +70,34 @@ def container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
     return image or None
 
 
+#: executors whose jobs run in a container image or, without one, bare metal
+IMAGE_EXECUTORS = ("slurm",)
+
+
+def container_choice(values: Mapping[str, Any], source: str | None = None, *, compiled: bool = False) -> str | None:
+    """What a job of this profile runs in, in words: its image and where that came from, or
+    bare metal. ``values`` is the profile (``container_image`` absent: each recipe's own
+    image) or, with ``compiled``, a compiled job's ``run.env`` (whose ``source`` of
+    ``container_image`` says ``runspec ...`` when the recipe's image filled it in, and which
+    has none when neither names one). None for other executors."""
+    if values.get("executor") not in IMAGE_EXECUTORS:
+        return None
+    if "container_image" not in values:
+        if compiled:
+            return "bare metal: neither the profile (container_image) nor the recipe (image) names an image"
+        return ("each recipe's own image (its runspec `image`): the profile sets no container_image "
+                '(container_image = "" runs bare metal)')
+    image = values.get("container_image")
+    if image is None or str(image).strip().lower() in DISABLED_IMAGES:
+        where = f" at {source}" if source else " in the profile"
+        return (f"bare metal (container_image = \"{image or ''}\"{where}): the cluster's own Python "
+                "environment, no container")
+    if source and source.startswith("runspec"):
+        return (f"{image} (the recipe's image: the profile sets no container_image; "
+                'container_image = "" runs bare metal)')
+    return f"{image} (container_image{f' at {source}' if source else ' in the profile'})"
+
+
 def resolve_resources(values: Mapping[str, Any], runspec: Any) -> tuple[int, int]:
     """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0).
 

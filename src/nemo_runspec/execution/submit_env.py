@@ -34,11 +34,17 @@ def withheld_names(environ: Mapping[str, str], secret_values: Iterable[str] = ()
     )
 
 
+#: variables that describe this machine's own run, never a job's
+LOCAL_ONLY = ("NEMOTRON_LAUNCHER",)
+
+
 @contextmanager
 def submission_environment(secret_values: Iterable[str] = ()) -> Iterator[list[str]]:
     """Run the body with the caller's secrets taken out of ``os.environ``; yields
     the names withheld and puts them back afterwards, whatever happens."""
     names = withheld_names(os.environ, secret_values)
+    # a local run's launcher mark (nemo_runspec.artifacts.registry) means nothing in a Slurm job
+    names += [n for n in LOCAL_ONLY if n in os.environ and n not in names]
     saved = {name: os.environ.pop(name) for name in names}
     try:
         yield names

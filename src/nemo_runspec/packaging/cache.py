@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,30 @@ def index_dir(override: str | Path | None = None) -> Path:
     """Where ``git status`` keeps its private copies of repositories' indexes:
     ``<cache dir>/git-index`` (see :func:`nemo_runspec.packaging.git.private_index`)."""
     return cache_dir(override) / "git-index"
+
+
+#: seconds after which git's own lock next to a private index copy is taken for a killed git's
+#: (a ``git status`` holds it for well under a second; only this cache's copies are touched)
+GIT_LOCK_STALE_S = 60.0
+
+
+def clear_stale_git_lock(index: Path) -> bool:
+    """Remove ``<index>.lock`` when it is older than :data:`GIT_LOCK_STALE_S`: a ``git status``
+    killed while it refreshed the private copy left it, and git, which writes no pid into
+    it, would skip saving the copy (and its untracked cache) from then on. Says so in one
+    line; True when it removed one."""
+    lock = index.with_name(index.name + ".lock")
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except OSError:
+        return False
+    if age < GIT_LOCK_STALE_S:
+        return False
+    lock.unlink(missing_ok=True)
+    import sys
+
+    print(f"note: took over the git lock {lock}: a git status killed {age:.0f}s ago left it", file=sys.stderr)
+    return True
 
 
 def packages_dir(cache_section: Mapping[str, Any] | None) -> Path:

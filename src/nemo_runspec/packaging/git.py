@@ -144,6 +144,7 @@ def git_status(root: Path, pathspec: str | None = None, *, index_dir: Path | Non
     env = None
     index = private_index(root, index_dir) if index_dir is not None else None
     if index is not None:
+        _cache.clear_stale_git_lock(index)  # a killed git status must not keep this copy from being saved
         env = {**os.environ, "GIT_INDEX_FILE": str(index)}
         args = ["-c", "core.untrackedCache=true", "-c", "core.splitIndex=false", *args]
     raw = run_git(args, root, env=env)

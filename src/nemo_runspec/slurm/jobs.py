@@ -61,8 +61,12 @@ class JobState:
     #: ``sacct``, ``squeue`` or ``""`` (Slurm knows nothing of the job)
     source: str = ""
     note: str = ""
-    #: whether sacct answered at all (False: no accounting on that cluster)
+    #: whether sacct answered at all (False: no accounting on that cluster, or it is down)
     accounting: bool = True
+    #: what could not be reached to ask about this job (the controller, accounting), in Slurm's words
+    unreached: str = ""
+    #: what Slurm said the last time it answered about this job (:mod:`~nemo_runspec.slurm.last_seen`)
+    last_known: str = ""
 
     @property
     def finished(self) -> bool:
@@ -128,13 +132,23 @@ def _chunks(ids: Sequence[str]) -> Iterable[list[str]]:
         yield list(ids[i:i + _CHUNK])
 
 
-def _sacct(remote: Remote, ids: list[str]) -> dict[str, JobState] | None:
-    """sacct's records of ``ids``; None when sacct does not answer (not installed,
-    no accounting storage)."""
-    rc, out, _ = remote.run(f"sacct -n -P -X -j {','.join(ids)} "
-                            "-o JobID,State,ExitCode,Reason,NodeList,Start,End")
+#: sacct's words when the cluster keeps no accounting at all (not an outage)
+NO_ACCOUNTING = "accounting storage is disabled"
+
+
+def _first_error(text: str, rc: int) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error" in ln.lower()] or lines
+    return errs[-1] if errs else f"exit status {rc}"
+
+
+def _sacct(remote: Remote, ids: list[str]) -> tuple[dict[str, JobState] | None, str]:
+    """sacct's records of ``ids``, and why sacct did not answer (``""`` when it did);
+    the records are None when it did not (not installed, no accounting, slurmdbd down)."""
+    rc, out, err = remote.run(f"sacct -n -P -X -j {','.join(ids)} "
+                              "-o JobID,State,ExitCode,Reason,NodeList,Start,End")
     if rc != 0:
-        return None
+        return None, _first_error(err or out, rc)
     found: dict[str, JobState] = {}
     for line in out.splitlines():
         parts = line.split("|")
@@ -147,7 +161,7 @@ def _sacct(remote: Remote, ids: list[str]) -> dict[str, JobState] | None:
         if st.finished:
             st.exit_code = exit_code_from_sacct(state, parts[2])
         found[parts[0]] = st
-    return found
+    return found, ""
 
 
 def _clean(value: str) -> str:
@@ -155,12 +169,14 @@ def _clean(value: str) -> str:
     return "" if value in ("None", "None assigned", "(null)", "Unknown", "N/A") else value
 
 
-def _squeue(remote: Remote, ids: list[str]) -> dict[str, JobState]:
-    """squeue's view of the ``ids`` still in the queue."""
+def _squeue(remote: Remote, ids: list[str]) -> tuple[dict[str, JobState], str]:
+    """squeue's view of the ``ids`` still in the queue, and why squeue did not answer
+    (``""`` when it did, or only said that the job left the queue)."""
     # squeue refuses a whole -j list when one id has left the queue long ago, so several
     # jobs are asked about with one call for all of this user's queued jobs (never one per job)
     select = f"-j {ids[0]}" if len(ids) == 1 else "--me"
-    rc, out, _ = remote.run(f"squeue -h {select} -o '%i|%T|%r|%N'")
+    rc, out, err = remote.run(f"squeue -h {select} -o '%i|%T|%r|%N'")
+    problem = "" if rc == 0 or "invalid job id" in (err + out).lower() else _first_error(err or out, rc)
     found: dict[str, JobState] = {}
     for line in out.splitlines() if rc == 0 else []:
         parts = line.strip().split("|")
@@ -168,7 +184,8 @@ def _squeue(remote: Remote, ids: list[str]) -> dict[str, JobState]:
             continue
         found[parts[0]] = JobState(parts[0], state=parts[1].strip(), reason=_clean(parts[2]),
                                    nodes=_clean(parts[3]), source="squeue")
-    return found
+    return found, problem
+
 
 
 def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) -> dict[str, JobState]:
@@ -177,11 +194,13 @@ def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) 
     seen yet, or no accounting at all); with ``live``, squeue also for unfinished
     jobs (its pending reason and node list are current). A job neither knows is
     :data:`UNKNOWN`, with a note saying why."""
+    from nemo_runspec.slurm import last_seen
+
     ids = list(dict.fromkeys(str(j) for j in job_ids))
     states: dict[str, JobState] = {}
-    sacct_works = True
+    sacct_works, sacct_error, squeue_error = True, "", ""
     for chunk in _chunks(ids):
-        got = _sacct(remote, chunk)
+        got, sacct_error = _sacct(remote, chunk)
         if got is None:
             sacct_works = False
             break
@@ -189,7 +208,8 @@ def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) 
     arrays = {k.split("_", 1)[0] for k in states if "_" in k}  # answered through their tasks
     ask = [j for j in ids if j not in arrays and (j not in states or (live and not states[j].finished))]
     for chunk in _chunks(ask):
-        for job_id, st in _squeue(remote, chunk).items():
+        found, squeue_error = _squeue(remote, chunk)
+        for job_id, st in found.items():
             old = states.get(job_id)
             if old is not None and st.state in TERMINAL_STATES | {"COMPLETING"}:
                 old.reason, old.nodes = st.reason or old.reason, st.nodes or old.nodes
@@ -198,14 +218,38 @@ def query_states(remote: Remote, job_ids: Iterable[str], *, live: bool = False) 
                 st.start, st.end, st.raw_exit = old.start, old.end, old.raw_exit
             states[job_id] = st
     arrays |= {k.split("_", 1)[0] for k in states if "_" in k}
+    cluster = last_seen.cluster_name(remote)
+    last_seen.remember(cluster, [vars(st) for st in states.values() if st.source])
+    unreached = unreached_text(sacct_error, squeue_error)
     for job_id in ids:
-        if job_id not in states and job_id not in arrays:
-            note = ("not in the queue, and sacct does not know it yet" if sacct_works
-                    else "not in the queue any more, and there is no sacct (Slurm accounting) to say how it ended")
-            states[job_id] = JobState(job_id, note=note)
-        if job_id in states:
-            states[job_id].accounting = sacct_works
+        if job_id not in states:
+            if job_id in arrays:  # a sweep's array: its tasks (ID_N) carry the states
+                continue
+            if unreached:  # Slurm could not be asked: say what, and what it said last
+                last = last_seen.recall(cluster, job_id)
+                states[job_id] = JobState(job_id, unreached=unreached, last_known=last_seen.describe(last) if last
+                                          else "", note=f"{unreached}; last known: {last_seen.describe(last)}")
+            else:
+                note = ("not in the queue, and sacct does not know it yet" if sacct_works
+                        else "not in the queue any more, and there is no sacct (Slurm accounting) to say how it "
+                             "ended")
+                states[job_id] = JobState(job_id, note=note)
+        elif squeue_error and job_id in ask and not states[job_id].finished:
+            states[job_id].unreached = unreached  # sacct's word, which the controller could not confirm
+            states[job_id].note = f"{unreached}; as accounting last recorded it"
+        states[job_id].accounting = sacct_works
     return states
+
+
+def unreached_text(sacct_error: str, squeue_error: str) -> str:
+    """What could not be reached, from the errors of ``sacct`` and ``squeue`` (``""``: both
+    answered, or the cluster simply keeps no accounting)."""
+    parts = []
+    if squeue_error:
+        parts.append(f"the Slurm controller (slurmctld) could not be reached ({squeue_error})")
+    if sacct_error and NO_ACCOUNTING not in sacct_error:
+        parts.append(f"Slurm accounting (slurmdbd) could not be reached ({sacct_error})")
+    return "; ".join(parts)
 
 
 def path_exists(remote: Remote, path: str) -> bool:
@@ -216,19 +260,33 @@ def path_exists(remote: Remote, path: str) -> bool:
     return rc == 0
 
 
+#: seconds a job may run before a log that does not exist is reported (Slurm creates it at start)
+LOG_GRACE = 10.0
+
+
 def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], None], *,
                poll: float = 1.0, on_state: Callable[[JobState], None] | None = None,
-               settle: int = 30, until: Callable[[], bool] | None = None) -> JobState:
+               settle: int = 30, until: Callable[[], bool] | None = None,
+               on_problem: Callable[[str], None] | None = None) -> JobState:
     """Copy the log at ``path`` to ``write`` as it grows until job ``job_id`` has ended;
     return its final state (``exit_code`` set when sacct says how it ended: it is
     asked up to ``settle`` times, a second apart, since accounting may lag).
     ``on_state`` sees each new queue state (PENDING with its reason, RUNNING...).
     ``until`` ends the following earlier, while the job still runs (a stage of a
-    one-allocation pipeline that ended): the state returned is then the queue's."""
+    one-allocation pipeline that ended): the state returned is then the queue's.
+    ``on_problem`` is told, once each, what cannot be reached while following: the
+    controller (squeue is retried meanwhile), or the log (missing while the job runs)."""
     from nemo_runspec.slurm.queue import NEVER_STARTS, squeue_state
 
     offset = 0
     last: tuple[str, str] | None = None
+    running_since: float | None = None
+    said: set[str] = set()
+
+    def problem(kind: str, text: str) -> None:
+        if on_problem is not None and kind not in said:
+            said.add(kind)
+            on_problem(text)
 
     def pump() -> None:
         nonlocal offset
@@ -238,13 +296,21 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
             write(data)
 
     while True:
-        q = squeue_state(remote, job_id)
+        q = squeue_state(remote, job_id, on_retry=lambda text: (problem("controller", text), pump()))
         if q is None:
             break
         if on_state is not None and (q[0], q[1]) != last:
             on_state(JobState(job_id, state=q[0], reason=_clean(q[1]), nodes=_clean(q[2]), source="squeue"))
         last = (q[0], q[1])
         pump()
+        if q[0] == "RUNNING":  # Slurm creates the log at start: missing a while later, it is gone
+            now = time.monotonic()
+            running_since = running_since or now
+            if now - running_since > LOG_GRACE:
+                running_since = now  # look again in LOG_GRACE seconds
+                if not path_exists(remote, path):
+                    problem("log", f"its log {path} does not exist although the job runs: deleted, or written "
+                                   "where this machine cannot see it; following its state only")
         if q[0] in TERMINAL_STATES:
             break
         if q[0] == "PENDING" and q[1] in NEVER_STARTS:  # it would be followed forever
@@ -263,6 +329,11 @@ def follow_log(remote: Remote, job_id: str, path: str, write: Callable[[bytes], 
         final = query_states(remote, [job_id])[job_id]
         tries += 1
     pump()
+    if not path_exists(remote, path):
+        problem("log", f"its log {path} does not exist (any more): deleted, or written where this machine "
+                       "cannot see it")
+    if final.unreached:
+        problem("final", f"{final.unreached}; last known: {final.last_known or 'never seen'}")
     return final
 
 

@@ -260,14 +260,29 @@ class SlurmLaunch:
                 f"--dependency={executor.dependency_type}:{':'.join(executor.parse_deps())}",
             ]
         req.launch_cmd += [dst_path]
-        from nemo_runspec.signals import deferred, own_session_prefix
+        from nemo_runspec.execution.tunnels import run_via
+        from nemo_runspec.slurm.sbatch import sbatch
 
-        # An interrupt waits for sbatch's answer, so the job id is never lost; and a local
-        # sbatch runs in a session of its own, out of reach of a Ctrl-C sent to our group.
-        prefix = own_session_prefix() if not isinstance(tunnel, _ssh_tunnel_class()) else ""
-        with deferred():
-            self.job_id = tunnel.run(prefix + " ".join(req.launch_cmd)).stdout.strip()
+        # An interrupt stops sbatch at once (a job it queued anyway is found and cancelled);
+        # a local sbatch is a child tied to this process's life, never left behind.
+        rc, out, err = sbatch(req.launch_cmd, script=dst_path, job_name=executor.job_details.job_name,
+                              run=lambda cmd: run_via(tunnel, cmd),
+                              local=not isinstance(tunnel, _ssh_tunnel_class()))
+        if rc != 0:
+            raise SbatchFailed(" ".join(req.launch_cmd), rc, out, err)
+        self.job_id = out.strip()
         return self.job_id
+
+
+class SbatchFailed(Exception):
+    """``sbatch`` exited non-zero; ``result`` has the shape of invoke's (``command``,
+    ``exited``, ``stdout``, ``stderr``) that the submission's error messages read."""
+
+    def __init__(self, command: str, exited: int, stdout: str, stderr: str) -> None:
+        from types import SimpleNamespace
+
+        super().__init__(f"`{command}` exited {exited}: {stderr.strip() or stdout.strip()}")
+        self.result = SimpleNamespace(command=command, exited=exited, stdout=stdout, stderr=stderr)
 
 
 def _ssh_tunnel_class() -> type:

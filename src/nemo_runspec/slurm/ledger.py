@@ -269,8 +269,7 @@ def append_entry(entry: Submission, path: str | os.PathLike[str] | None = None) 
 
     Raises :class:`~nemo_runspec.errors.LocalPathError` when the file cannot be written.
     """
-    import fcntl
-
+    from nemo_runspec.errors import LocalPathError
     from nemo_runspec.paths import ensure_dir, path_error
 
     target = Path(path) if path is not None else ledger_path()
@@ -281,10 +280,12 @@ def append_entry(entry: Submission, path: str | os.PathLike[str] | None = None) 
     except OSError as exc:
         raise path_error(exc, target, "write the submission ledger") from exc
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # a file system without flock (some NFS): O_APPEND alone
-            pass
+        from nemo_runspec.locks import flock_within
+
+        try:  # each writer holds it for microseconds; without flock (some NFS), O_APPEND alone
+            flock_within(fd, target, timeout=30.0)
+        except TimeoutError as exc:
+            raise LocalPathError(f"cannot write the submission ledger: {exc}", path=target) from None
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line  # the last writer died mid-line: never glue onto it

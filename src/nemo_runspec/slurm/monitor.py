@@ -179,8 +179,17 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
             out.write(noise.feed(data) if noise is not None else data.decode(errors="replace"))
             out.flush()
 
+    told: set[str] = set()
+
+    def unreachable(text: str) -> None:  # said once; squeue is retried meanwhile, and the log still shown
+        pump()
+        if "controller" not in told:
+            told.add("controller")
+            console.print(f"[yellow]job {sub.job_id}: {escape(text)}; last known: "
+                          f"{escape(describe_state(sub))}[/]", highlight=False)
+
     while True:
-        q = squeue_state(remote, sub.job_id)
+        q = squeue_state(remote, sub.job_id, on_retry=unreachable)
         if q is None:
             break
         state, reason, nodes = q
@@ -215,8 +224,12 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
         out.write(noise.close())
         out.flush()
     if info is None:
-        raise ExecutionError(f"could not get the final state of job {sub.job_id} from sacct",
-                             hint="is Slurm accounting (slurmdbd) enabled?")
+        from nemo_runspec.slurm.queue import sacct_problem
+
+        why = sacct_problem(remote, sub.job_id)
+        raise ExecutionError(f"job {sub.job_id} left the queue, but its final state could not be read: "
+                             f"{why}; last known: {describe_state(sub)}",
+                             hint=f"ask again later with: nemotron jobs status {sub.job_id}")
     sub.state = info["State"]
     sub.exit_code = exit_code_from_sacct(info["State"], info["ExitCode"])
     # A job cancelled or failed before its script ran never sourced (and so never

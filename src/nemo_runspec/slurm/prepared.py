@@ -287,9 +287,9 @@ def prepare_job(
                              ray=prepared.is_ray, bare_metal=bare_metal)
     launcher = getattr(prepared.executor, "launcher", None)
     if launcher is not None and hasattr(launcher, "rdzv_id") and launcher.rdzv_id is None:
-        # nemo-run draws a random --rdzv-id on every render; one from the job keeps
-        # the dry run byte-identical to what is submitted.
-        launcher.rdzv_id = rendezvous_id(exp_id)
+        # nemo-run draws a random --rdzv-id on every render; one derived from the job itself
+        # keeps every dry run byte-identical to what is submitted (but for the experiment id).
+        launcher.rdzv_id = rendezvous_id(prepared)
     return prepared
 
 
@@ -332,7 +332,7 @@ def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequenc
     if prepared.launch == "torchrun":
         command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
                                     nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
-                                    rdzv_id=rendezvous_id(prepared.exp_id))
+                                    rdzv_id=rendezvous_id(prepared))
     else:
         python_args = [visible(a) for a in prepared.args]
         if getattr(runspec.run, "cmd", None):
@@ -424,6 +424,11 @@ def _origin(job: CompiledJob | None, env: Any, runspec: Any) -> dict[str, str | 
             "env_file": str(path) if isinstance(path, str | os.PathLike) else None}
 
 
-def rendezvous_id(exp_id: str) -> int:
-    """torchrun's ``--rdzv-id`` for a job: stable for one experiment id, 1..10000."""
-    return int(hashlib.sha256(exp_id.encode()).hexdigest()[:8], 16) % 10000 + 1
+def rendezvous_id(prepared: PreparedJob) -> int:
+    """torchrun's ``--rdzv-id`` for a job, 1..10000: derived from what the job is (its name,
+    script, arguments and ``train.yaml``), not from the experiment id each command draws,
+    so every dry run shows the id the submitted script will have. Jobs that differ in any
+    of these get different ids; two identical ones on one head node already share nemo-run's
+    fixed rendezvous port (docs/execution.md, Launchers)."""
+    what = "\0".join([prepared.name, prepared.script, *prepared.args, prepared.files.get("train.yaml", "")])
+    return int(hashlib.sha256(what.encode()).hexdigest()[:8], 16) % 10000 + 1

@@ -48,13 +48,16 @@ def _retry_seconds() -> float:
 
 
 def squeue_state(remote: Remote, job_id: str, *, retry_for: float | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[str, str, str] | None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 on_retry: Callable[[str], None] | None = None) -> tuple[str, str, str] | None:
     """``(state, reason, nodes)`` from squeue, or None once the job left the queue.
 
     A failing ``squeue`` (other than Slurm saying it does not know the job) is
     retried with backoff (1, 2, 4 ... 15 s) for up to ``retry_for`` seconds
-    (default :data:`RETRY_SECONDS`); then :class:`SchedulerUnreachable` is raised,
-    naming the job and how to follow it later. It never means the job ended.
+    (default :data:`RETRY_SECONDS`); ``on_retry`` is told why (the controller could
+    not be reached, in squeue's words) before each retry. Then
+    :class:`SchedulerUnreachable` is raised, naming the job, the last state Slurm
+    gave for it and how to follow it later. It never means the job ended.
     """
     budget = _retry_seconds() if retry_for is None else retry_for
     waited, delay = 0.0, 1.0
@@ -66,16 +69,26 @@ def squeue_state(remote: Remote, job_id: str, *, retry_for: float | None = None,
                 return None
             state, _, rest = line.partition("|")
             reason, _, nodes = rest.partition("|")
+            from nemo_runspec.slurm import last_seen
+
+            last_seen.remember(last_seen.cluster_name(remote), [{"job_id": job_id, "state": state.strip(),
+                                                       "reason": reason.strip(), "nodes": nodes.strip()}])
             return state.strip(), reason.strip(), nodes.strip()
         if "invalid job id" in (err + out).lower():  # purged from the controller: it ended
             return None
+        why = " ".join((err or out).split()) or f"exit status {rc}"
         if waited >= budget:
-            why = " ".join((err or out).split()) or f"exit status {rc}"
+            from nemo_runspec.slurm import last_seen
+
+            last = last_seen.describe(last_seen.recall(last_seen.cluster_name(remote), job_id))
             raise SchedulerUnreachable(
-                f"squeue kept failing for {waited:.0f}s while following job {job_id} ({why}); "
-                "the job may still be running",
+                f"the Slurm controller (slurmctld) could not be reached for {waited:.0f}s while following job "
+                f"{job_id} (squeue: {why}); last known: {last}; the job may still be running",
                 hint=f"follow it later with: nemotron jobs logs -f {job_id}   (NEMOTRON_SLURM_RETRY_SECONDS "
                      "sets how long to retry)")
+        if on_retry is not None:
+            on_retry(f"the Slurm controller (slurmctld) could not be reached (squeue: {why}); retrying for up "
+                     f"to {budget:.0f}s")
         step = min(delay, 15.0, max(budget - waited, 0.1))
         sleep(step)
         waited += step
@@ -131,3 +144,15 @@ def final_sacct_info(remote: Remote, job_id: str, *, attempts: int = 30,
             on_wait()
         time.sleep(1)
     return None
+
+
+def sacct_problem(remote: Remote, job_id: str) -> str:
+    """Why ``sacct`` says nothing final about ``job_id``: accounting cannot be reached (its
+    words), there is none, or it has no record yet."""
+    rc, out, err = remote.run(f"sacct -n -P -X -j {job_id} -o JobID,State")
+    text = " ".join((err or out).split())
+    if rc != 0 and "accounting storage is disabled" in text:
+        return "this cluster keeps no Slurm accounting (slurmdbd), which --run needs to learn how a job ended"
+    if rc != 0:
+        return f"Slurm accounting (slurmdbd) could not be reached (sacct: {text or f'exit status {rc}'})"
+    return "Slurm accounting (slurmdbd) has no final record of it yet"

@@ -48,13 +48,12 @@ class Remote:
         return self._tunnel
 
     def run(self, cmd: str) -> tuple[int, str, str]:
-        """``(exit code, stdout, stderr)`` of the shell command ``cmd``."""
+        """``(exit code, stdout, stderr)`` of the shell command ``cmd`` (here: a child that
+        an interrupt stops and that cannot outlive this process, :mod:`~nemo_runspec.slurm.client`)."""
         if self.local:
-            import subprocess
+            from nemo_runspec.slurm.client import run_here
 
-            p = subprocess.run(cmd, shell=True, capture_output=True, text=True,
-                               stdin=subprocess.DEVNULL)
-            return p.returncode, p.stdout, p.stderr
+            return run_here(cmd)
         from nemo_runspec.execution.tunnels import run_via
 
         return run_via(self.tunnel, cmd)

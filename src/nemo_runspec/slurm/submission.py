@@ -54,6 +54,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
     decides the job's fate itself (a pipeline cancels its whole chain) passes
     ``announce=False`` and says what happened.
     """
+    from nemo_runspec import lifeline
     from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
@@ -74,6 +75,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
         job.local_exp_dir.mkdir(parents=True, exist_ok=True)
         marker = job.local_exp_dir / f"{SUBMITTING}.{os.getpid()}"
         marker.touch()
+        lifeline.remove_if_killed(job.local_exp_dir)  # SIGKILL before Slurm has the job: nothing left
     except OSError as exc:
         raise ExecutionError(
             f"cannot create the job dir {job.local_exp_dir}: {exc.strerror or exc}",
@@ -94,6 +96,8 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
                 make_remote_dir(job, job.ray_log_dir)
             launch = launch_for(job, job.base_dir)
             launch.launch(schedule=schedule)
+            if schedule:  # Slurm has the job: its files must stay (staged ones wait for their driver)
+                lifeline.keep(job.local_exp_dir)
         job_id = _accepted_job_id(launch) if schedule else ""
         if job_id is None:
             raise ExecutionError(f"sbatch returned no Slurm job id for {job.name}")
@@ -102,12 +106,14 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
         _cleanup_failed(job)
         raise
     except BaseException as exc:
-        accepted = _accepted_job_id(launch)
+        # sbatch answered, or was stopped after queueing a job it could not cancel (slurm.sbatch)
+        accepted = _accepted_job_id(launch) or getattr(exc, "accepted_job_id", None)
         if isinstance(exc, KeyboardInterrupt | SystemExit) and accepted:
             # Slurm already queued the job: its files must stay. Say how to reach it.
             import sys
 
             marker.unlink(missing_ok=True)
+            lifeline.keep(job.local_exp_dir)
             exc.accepted_job_id = accepted  # type: ignore[union-attr] # a pipeline cancels it with the rest
             try:  # `nemotron jobs` must know it: the ledger, and the job id on stdout for scripts
                 import json
@@ -178,12 +184,21 @@ def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:
         if tunnel is None:
             return 1, "", "no tunnel"
         from nemo_runspec.execution.tunnels import run_via
+        from nemo_runspec.slurm.client import SlurmConfigUnreadable, run_here
 
         try:
-            return run_via(tunnel, cmd)
+            return run_via(tunnel, cmd) if isinstance(tunnel, _ssh_tunnel()) else run_here(cmd)
+        except SlurmConfigUnreadable:
+            raise  # every later Slurm command would wait a minute for the same answer
         except Exception as exc:  # noqa: BLE001 - an unanswered check is no check; sbatch still decides
             return 1, "", str(exc)
     return run
+
+
+def _ssh_tunnel() -> type:
+    from nemo_run.core.tunnel.client import SSHTunnel
+
+    return SSHTunnel
 
 
 def log_paths(job: PreparedJob, job_id: str, job_name: str | None = None) -> tuple[str, str]:

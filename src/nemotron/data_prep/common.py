@@ -217,8 +217,9 @@ def _take_output_dir(plan: Plan, killed: str | None, stream: Any) -> None:
 
     out = stream or sys.stdout
     if killed:
-        print(f"[{plan.kind}] note: the previous data prep into {plan.out_dir} ({describe_holder(killed)}) "
-              "was killed before it finished; its finished shards are kept", file=out, flush=True)
+        print(f"[{plan.kind}] note: took over the lock of the previous data prep into {plan.out_dir} "
+              f"({describe_holder(killed)}, gone): it was killed before it finished; its finished shards are kept",
+              file=out, flush=True)
     man = Manifest.load(plan.out_dir, plan.kind)
     if man is not None and man.published:
         if man.key != plan.key:

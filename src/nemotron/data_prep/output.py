@@ -1,14 +1,13 @@
 """What a data prep may do in its output directory: one writer at a time, and only its own files.
 
-- **One writer.** ``<out>/.nemotron-data-prep.lock`` is held (``fcntl.flock``, the
-  registry's :class:`~nemo_runspec.artifacts.locking.FlockLock`) from the plan to
-  the publish. The kernel drops it however the holder ends, SIGKILL included; the
-  holder writes who it is into the file and empties it on a clean exit, so a
-  later run that finds a line there from a process that is gone says that run
-  was killed. A second run while the lock is held is refused at once, naming
-  the holder. Where the filesystem has no ``flock`` the lock is a file created
-  with ``O_EXCL`` holding the same line, broken when its holder (same host) is
-  gone.
+- **One writer.** ``<out>/.nemotron-data-prep.lock`` exists from the plan to the
+  publish and names its holder (host, pid, start time:
+  :class:`nemo_runspec.locks.HolderLock`). A second run while the holder runs is
+  refused at once, naming it; a holder on another host is named with how to
+  clear its lock; a holder on this host that is gone (killed: its pid gone, or
+  reused by another process) has its lock taken over, and the run says that the
+  previous one was killed. (A kernel ``flock`` is not used: a worker forked while
+  it is held keeps it after its parent is killed.)
 - **Only its own files.** ``<out>/.nemotron-data-prep.json`` (the manifest)
   lists every file the data prep wrote there. Before any work starts, a file in
   the way (one with a name the data prep writes, or the shape of one, that the
@@ -26,10 +25,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,104 +82,52 @@ def candidates(kind: str, shard_names: Iterable[str]) -> set[str]:
 # ── the lock ────────────────────────────────────────────────────────────────
 
 
-def _holder_line() -> str:
-    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime())
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since})
-
-
 def describe_holder(text: str | None) -> str:
     """``pid 123 on host, since 2025-01-01T10:00:00`` from a lock file's line."""
-    try:
-        data = json.loads(text or "")
-        return f"pid {data['pid']} on {data['host']}, since {data['since']}"
-    except (ValueError, KeyError, TypeError):
-        return (text or "").strip() or "a process that did not say who it is"
+    from nemo_runspec.locks import Holder
 
-
-def holder_gone(text: str | None) -> bool:
-    """True when the line names a process on this host that no longer runs."""
-    from nemo_runspec.stale import pid_alive
-
-    try:
-        data = json.loads(text or "")
-        return data["host"] == socket.gethostname() and not pid_alive(int(data["pid"]))
-    except (ValueError, KeyError, TypeError):
-        return False
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+    holder = Holder.parse(text)
+    return holder.describe() if holder else (text or "").strip() or "a process that did not say who it is"
 
 
 class OutputLock:
     """The one-writer lock of an output directory (see the module docstring).
 
     :meth:`acquire` raises :class:`~nemo_runspec.errors.ExecutionError` naming
-    the holder if another run holds it, and returns the holder line a killed
-    previous run left behind (None if the last holder exited cleanly).
+    the holder if another run holds it (on another host: how to clear it), and
+    returns the holder line of a killed previous run it took over (None if the
+    lock was free).
     """
 
     def __init__(self, out_dir: Path) -> None:
+        from nemo_runspec.locks import HolderLock
+
         self.out_dir = out_dir
         self.path = out_dir / LOCK
-        self._flock: Any = None
-        self._lease = False
+        self._lock = HolderLock(self.path)
 
-    def _busy(self, holder: str | None) -> ExecutionError:
-        return ExecutionError(f"another data prep is writing this directory: {describe_holder(holder)}",
-                              path=self.out_dir, key="output_dir",
-                              hint="wait for it to finish, or choose another output_dir")
+    def _busy(self, busy: Any) -> ExecutionError:
+        from nemo_runspec.locks import elsewhere_hint
+
+        holder = busy.holder
+        hint = (elsewhere_hint(holder, self.path) if holder is not None and not holder.here
+                else "wait for it to finish, or choose another output_dir")
+        return ExecutionError(f"another data prep is writing this directory: {busy}",
+                              path=self.out_dir, key="output_dir", hint=hint)
 
     def acquire(self) -> str | None:
-        """Take the lock at once or fail; return what a killed previous holder left, if anything."""
-        from nemo_runspec.artifacts.locking import FlockLock
-        from nemo_runspec.exceptions import ArtifactError
+        """Take the lock at once or fail; return the line of a killed previous holder taken over."""
+        from nemo_runspec.locks import Busy
 
-        before = _read(self.path)
-        lock = FlockLock(str(self.path), timeout=0)
         try:
-            supported = lock.acquire()
-        except ArtifactError:
-            raise self._busy(_read(self.path)) from None
-        if not supported:
-            return self._acquire_lease()
-        self._flock = lock
-        self.path.write_text(_holder_line(), encoding="utf-8")
-        return before if before and holder_gone(before) else None
-
-    def _acquire_lease(self) -> str | None:
-        """Without ``flock``: the lock file itself, created with ``O_EXCL``."""
-        from nemo_runspec.artifacts.locking import create_local_exclusive
-
-        left = None
-        for _ in range(2):
-            try:
-                create_local_exclusive(str(self.path), _holder_line().encode())
-                self._lease = True
-                return left
-            except FileExistsError:
-                holder = _read(self.path)
-                if not holder_gone(holder):
-                    raise self._busy(holder) from None
-                left = holder
-                self.path.unlink(missing_ok=True)
-        raise self._busy(_read(self.path))
+            gone = self._lock.try_acquire()
+        except Busy as busy:
+            raise self._busy(busy) from None
+        return gone.line() if gone is not None else None
 
     def release(self) -> None:
-        """Mark a clean exit (empty the file, or remove the lease) and drop the lock."""
-        if self._lease:
-            self.path.unlink(missing_ok=True)
-            self._lease = False
-        if self._flock is not None:
-            try:
-                self.path.write_text("", encoding="utf-8")
-            except OSError:
-                pass
-            self._flock.release()
-            self._flock = None
+        """Remove the lock (a clean exit)."""
+        self._lock.release()
 
 
 # ── the manifest ────────────────────────────────────────────────────────────

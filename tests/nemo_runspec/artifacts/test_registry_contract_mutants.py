@@ -301,7 +301,10 @@ def test_pipeline_provenance_goes_into_the_metadata(tmp_path: Path, payload: Pat
     monkeypatch.setenv("NEMOTRON_PIPE_FINGERPRINT", "fp1")
     monkeypatch.setenv("NEMOTRON_PIPE_ID", "id1")
     art = ArtifactRegistry(tmp_path / "r").publish("ds", payload, metadata={"a": 1})
+    contents = art.metadata.pop("contents")  # a job's publish also records what the path held
+    art.metadata.pop("inputs", None)  # (and what this process read: earlier tests' references)
     assert art.metadata == {"a": 1, "pipe_key": "fp1", "pipe_id": "id1"}
+    assert contents["files"] == len([p for p in payload.rglob("*") if p.is_file()])
 
 
 def test_a_url_source_is_recorded_as_given(tmp_path: Path) -> None:

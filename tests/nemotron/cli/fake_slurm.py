@@ -1,7 +1,8 @@
 """Stand-in ``sacct``, ``squeue`` and ``scancel`` executables for tests of ``nemotron jobs``.
 
 Each job is ``<state dir>/jobs/<id>.json``: ``{"state", "exit", "reason", "nodes",
-"in_queue", "in_sacct", "polls", "final", "log"}``. squeue lists jobs ``in_queue``;
+"in_queue", "in_sacct", "polls", "final", "log", "command"}`` (``command``: the batch
+script, squeue's ``%o``). squeue lists jobs ``in_queue``;
 each squeue call of a job with ``polls`` > 0 appends ``tick N`` to its ``log`` and
 counts down; at 0 the job takes its ``final`` state (``[state, exit]``) and leaves
 the queue; after that sacct ignores it ``sacct_lag`` more times. ``no_sacct`` in
@@ -75,7 +76,8 @@ for job_id in ids:
         save(job_id, job)
         if not job["in_queue"]:
             continue
-    row = {"%i": job_id, "%T": job["state"], "%r": job.get("reason", "None"), "%N": job.get("nodes", "")}
+    row = {"%i": job_id, "%T": job["state"], "%r": job.get("reason", "None"), "%N": job.get("nodes", ""),
+           "%o": job.get("command", "")}
     print("|".join(row[f] for f in fmt.split("|")))
 if len(ids) == 1 and not known:
     print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)

@@ -35,15 +35,18 @@ with open(state / "calls.log", "a") as f:
 counter = state / "next_id"
 n = int(counter.read_text()) if counter.exists() else 101
 counter.write_text(str(n + 1))
-(state / "jobs" / f"{n}.json").write_text(json.dumps({"state": "PENDING", "in_queue": True, "reason": "Priority"}))
+(state / "jobs" / f"{n}.json").write_text(json.dumps({"state": "PENDING", "in_queue": True, "reason": "Priority",
+                                                     "command": sys.argv[-1]}))
 if str(n) == os.environ.get("FAKE_SBATCH_INTERRUPT_AT"):
-    # Ctrl-C reaches the CLI's whole process group while sbatch answers (sbatch runs in
-    # a session of its own: find the CLI up the parent chain)
+    # Ctrl-C reaches the CLI's whole process group once Slurm has the job but before sbatch
+    # answers (sbatch runs in a session of its own: find the CLI up the parent chain)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pid = os.getppid()
     while pid > 1 and b"nemotron" not in Path(f"/proc/{pid}/cmdline").read_bytes():
         pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     os.killpg(os.getpgid(pid), signal.SIGINT)
+    import time
+    time.sleep(5)  # the CLI stops this sbatch before it answers
 print(n)
 '''
 
@@ -100,14 +103,16 @@ def test_batch_prints_one_json_line_for_the_chain(slurm):
 
 
 def test_an_interrupt_after_slurm_accepted_a_stage_cancels_the_chain_and_says_only_that(slurm):
-    """Ctrl-C while sbatch answers for the second stage: 101 and 102 are cancelled; stdout
-    does not hand a script the id of a cancelled job, and nothing says "it stays queued"."""
+    """Ctrl-C once Slurm has the second stage but before sbatch answered: sbatch is stopped,
+    102 is found in the queue (by its script) and cancelled, then 101; stdout does not hand a
+    script the id of a cancelled job, and nothing says "it stays queued"."""
     fake, sb = slurm
     proc = pipe(sb, FAKE_SBATCH_INTERRUPT_AT="102")
     assert proc.returncode == 128 + signal.SIGINT, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.strip() == "", proc.stdout
     assert "stays queued" not in proc.stderr and "may stay queued" not in proc.stderr, proc.stderr
-    assert "[pipe] cancelled 101, 102: the pipeline's submission was interrupted" in proc.stderr, proc.stderr
+    assert "interrupted while sbatch ran: Slurm had queued job 102 already; cancelled it" in proc.stderr
+    assert "[pipe] cancelled 101: the pipeline's submission was interrupted" in proc.stderr, proc.stderr
     assert fake.read("101")["state"] == fake.read("102")["state"] == "CANCELLED"
     assert not list(sb["home"].rglob(".nemotron-secrets.env"))  # never started: nothing sourced them
     assert "Traceback" not in proc.stderr

@@ -517,3 +517,50 @@ def test_a_published_dir_is_never_written_again(kind, tmp_path, tok_dir):
     dirs = {Path(a.path) for a in get_registry().versions(NAME)}
     assert len([d for d in dirs if d.parent.name == "k"]) == 2
     assert tree(out) == before
+
+
+FORKED_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from nemotron.data_prep.output import OutputLock
+lock = OutputLock(Path(sys.argv[1]))
+lock.acquire()
+child = os.fork()  # a worker forked while the lock is held, as the data prep's pool does
+if child == 0:
+    time.sleep(600)
+print(child, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_holder_whose_forked_worker_lives_on_is_taken_over(tmp_path, tok_dir):
+    """SIGKILL of the data prep while a worker it forked still runs: the directory's lock
+    must not stay "held by pid N" with N dead (a kernel flock would, through the worker)."""
+    kind = "pretrain"
+    src = write_records(tmp_path / "in.jsonl", kind, 60)
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", FORKED_HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    worker = int(holder.stdout.readline())
+    try:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        proc = cli(kind, cfg_for(kind, src, out, tok_dir), tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"took over the lock of the previous data prep into {out} (pid {holder.pid} on " in proc.stdout
+        assert "was killed" in proc.stdout
+    finally:
+        os.kill(worker, signal.SIGKILL)
+
+
+def test_a_lock_held_from_another_host_names_the_host_and_how_to_clear_it(tmp_path, tok_dir):
+    kind = "rl"
+    src = write_records(tmp_path / "in.jsonl", kind, 40)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK).write_text(json.dumps({"pid": 4242, "host": "node-17.other", "start": 1,
+                                        "since": "2025-01-01T10:00:00"}))
+    proc = cli(kind, cfg_for(kind, src, out, tok_dir), tmp_path)
+    assert_one_line_error(proc, "another data prep is writing this directory: pid 4242 on node-17.other",
+                          "which this machine cannot check", f"delete {out / LOCK}")
+    assert (out / LOCK).exists()

@@ -238,6 +238,9 @@ class NemotronGroup(FastHelpGroup):
             from nemo_runspec.signals import install
 
             install()  # SIGTERM and SIGHUP clean up like Ctrl-C
+        from nemo_runspec.paths import pin_relative_places
+
+        pin_relative_places()  # a relative NEMOTRON_ARTIFACTS_ROOT means one place for every stage
         try:
             gctx, rest = split_global_args(argv)
             debug = debug or gctx.debug

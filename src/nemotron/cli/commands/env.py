@@ -156,12 +156,18 @@ def show_profile(
         fail(exc)
         return
 
+    from nemo_runspec.execution.settings import container_choice
+
     shown = prof.redacted_values()
+    src = prof.sources.get("container_image")
+    container = container_choice(prof.values, src.label if src else None)
     if as_json:
         data = prof.to_dict(redacted=True)
         data["defaults"] = {
             k: v for k, v in envmod.profile_defaults().items() if k not in prof.values
         }
+        if container:
+            data["container"] = container
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
 
@@ -189,6 +195,8 @@ def show_profile(
     console = _console()
     console.print(f"env file: {path}", markup=False, soft_wrap=True)
     console.print(table)
+    if container:
+        console.print(f"container: {container}", markup=False, soft_wrap=True)
     for note in prof.notes:
         console.print(f"{'warning' if note.warn else 'note'}: {note}", markup=False, soft_wrap=True)
 

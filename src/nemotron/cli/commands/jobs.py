@@ -135,6 +135,9 @@ def _states(subs: list[Submission], *, live: bool = False, strict: bool = False,
                 raise
             typer.echo(f"warning: {exc}", err=True)
             got = {s.job_id: sj.JobState(s.job_id, state=sj.UNREACHABLE, note=str(exc)) for s in members}
+        # the controller or accounting did not answer: say so once per cluster, not per job
+        for text in dict.fromkeys(st.unreached for st in got.values() if st.unreached):
+            typer.echo(f"warning: {text}; the states shown are what Slurm said last", err=True)
         for sub in members:
             if sub.job_id in got:
                 result[(sub.job_id, sub.job_dir)] = got[sub.job_id]
@@ -333,8 +336,8 @@ def _state_text(st: JobState) -> str:
     if st.finished and st.exit_code:
         return f"{st.state} ({st.exit_code})"
     if st.state == UNKNOWN:
-        return "UNKNOWN?"
-    return st.state
+        return f"UNKNOWN (last {st.last_known.split()[0]})" if st.last_known else "UNKNOWN?"
+    return st.state + ("?" if st.unreached else "")
 
 
 def _row_json(sub: Submission | None, st: JobState, stage: str, pipe: Pipe | None,

@@ -64,10 +64,11 @@ def _follow_allocation(pipe: Any, subs: list[Submission], *, sbatch_log: bool) -
     try:
         code = follow_stages(remote, first.job_id, running, pipe.run_dir, _write,
                              lambda msg: typer.echo(msg, err=True))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal
         typer.echo(f"\nstopped following; allocation {first.job_id} keeps running "
-                   f"(`nemotron jobs cancel {pipe.id}` cancels it)", err=True)
-        return 130
+                   f"(`nemotron jobs logs -f {pipe.id}` follows it again, `nemotron jobs cancel {pipe.id}` "
+                   "cancels it)", err=True)
+        raise
     finally:
         sj.close(remote)
     if code != 0:
@@ -115,6 +116,17 @@ def _echo_ending(remote: Any, sub: Submission, st: JobState) -> None:
             typer.echo(text, err=True)
 
 
+def _left_the_queue(remote: Any, job_id: str) -> bool:
+    """True when squeue says at once that the job is no longer queued (False when it is, or
+    when the controller does not answer: following then says so and retries)."""
+    from nemo_runspec.slurm.queue import squeue_state
+
+    try:
+        return squeue_state(remote, job_id, retry_for=0) is None
+    except ExecutionError:
+        return False
+
+
 def follow_log(remote: Any, sub: Submission, path: str) -> int:
     from nemo_runspec.slurm import jobs as sj
 
@@ -127,6 +139,17 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
     from nemo_runspec.errors import debug_enabled
     from nemo_runspec.lognoise import StreamFilter
 
+    def on_problem(text: str) -> None:
+        typer.echo(f"warning: job {sub.job_id}: {text}", err=True)
+
+    if not sj.path_exists(remote, path) and _left_the_queue(remote, sub.job_id):
+        # it left the queue without a log: say so now, not after following
+        st = sj.query_states(remote, [sub.job_id], live=True)[sub.job_id]
+        ended = st.finished or (not st.accounting and not st.unreached)  # (no accounting: it left the queue)
+        if ended and not sj.path_exists(remote, path):
+            raise ExecutionError(f"job {sub.job_id} ({st.state}) left no log at {path}: deleted, or written "
+                                 "where this machine cannot see it",
+                                 hint=f"`nemotron jobs logs {sub.job_id} --sbatch-log` shows the batch script's log")
     # as under --run: C++ stack frames (and teardown warnings after a success) folded; the log keeps them
     noise = None if debug_enabled() else StreamFilter(note=f"; in {path}")
 
@@ -134,11 +157,12 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
         _write(noise.feed(data).encode() if noise is not None else data)
 
     try:
-        final = sj.follow_log(remote, sub.job_id, path, write, on_state=on_state)
-    except KeyboardInterrupt:
+        final = sj.follow_log(remote, sub.job_id, path, write, on_state=on_state, on_problem=on_problem)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the command exits 128 + signal (a pipe's too)
         typer.echo(f"\nstopped following job {sub.job_id}; it keeps running "
-                   f"(`nemotron jobs cancel {sub.job_id}` cancels it)", err=True)
-        return 130
+                   f"(`nemotron jobs logs -f {sub.job_id}` follows it again, `nemotron jobs cancel {sub.job_id}` "
+                   "cancels it)", err=True)
+        raise
     finally:
         if noise is not None:
             _write(noise.close().encode())

@@ -96,6 +96,10 @@ def pipe(
     launcher: str = typer.Option("nemo-run", "--launcher", "-l", metavar="NAME",
                                  help="On Slurm: nemo-run (a job per stage, an afterok chain) or sbatch "
                                       "(every stage in one allocation, in order, no queueing between them)"),
+    no_pin: bool = typer.Option(False, "--no-pin",
+                                help="Inputs from outside the pipe resolve when each stage starts (:latest then "
+                                     "means latest at that moment), not when the pipe starts; what the pipe's "
+                                     "own stages publish is always used as published"),
 ) -> None:
     """Run the nano3 chain: data prep, pretrain, SFT, convert, RL and evaluation.
 
@@ -113,14 +117,14 @@ def pipe(
     from nemo_runspec.cli.recipe_config import parse_recipe_config
 
     raise typer.Exit(run_steps(pipeline.select_stages(STEPS, stages), parse_recipe_config(ctx),
-                               resume=not no_resume, launcher=launcher))
+                               resume=not no_resume, launcher=launcher, pin_inputs=not no_pin))
 
 
 LAUNCHERS = ("nemo-run", "sbatch")
 
 
 def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: ANN001 - a RecipeConfig
-              launcher: str = "nemo-run") -> int:
+              launcher: str = "nemo-run", pin_inputs: bool = True) -> int:
     """Compile ``steps`` from the command line ``recipe``, then show, run here, or submit them
     to Slurm as one chain, or as one allocation with ``launcher="sbatch"`` (following
     it when attached); returns the exit code."""
@@ -134,7 +138,7 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
                             hint=did_you_mean(launcher, LAUNCHERS) or f"choose one of {', '.join(LAUNCHERS)}")
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
-    plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume)
+    plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume, pin_inputs=pin_inputs)
     one_allocation = launcher == "sbatch"
     if one_allocation and plans[0].job.is_local:
         raise CLIUsageError("--launcher sbatch runs the stages in one Slurm allocation: it needs a Slurm profile",
@@ -171,10 +175,18 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
     else:
         sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
     # stdout is for scripts: --run streams the stages' logs there, --batch prints one JSON line
-    typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)
-    if attached:
-        return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
-    typer.echo(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status {sub.pipe_id}, "
-               f"cancel: nemotron jobs cancel {sub.pipe_id})", err=True)
+    try:
+        typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)
+        if attached:
+            return follow_allocation(sub) if one_allocation else pipeline.follow_submission(sub)
+        typer.echo(f"follow it with: nemotron jobs logs -f {sub.pipe_id}   (state: nemotron jobs status "
+                   f"{sub.pipe_id}, cancel: nemotron jobs cancel {sub.pipe_id})", err=True)
+    except KeyboardInterrupt:  # the whole chain is in Slurm: never leave without saying how to reach it
+        if not attached:  # (the follower of --run says it stopped following, and how to go on)
+            typer.echo(f"interrupted after every stage was submitted: pipe {sub.pipe_id} stays in Slurm; "
+                       f"nemotron jobs logs -f {sub.pipe_id} follows it, nemotron jobs cancel {sub.pipe_id} "
+                       "cancels it", err=True)
+            print(json.dumps(pipeline.chain_record(sub)), flush=True)
+        raise
     print(json.dumps(pipeline.chain_record(sub)), flush=True)
     return 0
