@@ -122,7 +122,7 @@ ERRORS: dict[str, tuple[str, str, int | None, str | None, str | None]] = {
     "unknown key": (
         block('name = "x"', "nmae = 1"),
         "unknown key 'nmae' in [tool.runspec]", 4, "nmae",
-        "did you mean 'name'?; valid: config, docs, env, image, name, resources, run, schema, setup"),
+        "did you mean 'name'?; valid: config, docs, env, image, name, resources, run, scales, schema, setup"),
     "launch": (
         block('name = "x"', "[tool.runspec.run]", 'launch = "torchrn"'),
         "invalid run.launch 'torchrn'", 5, "run.launch",
