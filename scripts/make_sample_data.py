@@ -5,8 +5,12 @@ Writes under src/nemotron/recipes/nano3/sample_data/:
 
 - pretrain/docs.jsonl        English text: Python standard-library docstrings ({"id", "text"})
 - sft/conversations.jsonl    chat conversations ({"messages": [...]}) built from those docstrings
-- rl/problems.jsonl          arithmetic prompt/answer pairs ({"prompt", "answer"}, a few duplicates)
-- tokenizer/                 byte-level BPE (vocab 4096) trained on the above, with a ChatML template
+- sft/arithmetic.jsonl       the single-digit sums as chat turns, in two wordings no RL prompt uses
+- rl/problems.jsonl          single-digit sums in four wordings ({"prompt", "answer"}, a few duplicates):
+                             facts the tiny chain's 2-layer model learns in its minute (three-digit
+                             `+ - *` left every exact match at 0; docs/pipelines.md)
+- tokenizer/                 byte-level BPE (vocab 4096) trained on the docstrings and conversations,
+                             with a ChatML template
 
 Run with the project venv: ``.venv/bin/python scripts/make_sample_data.py``.
 Docstrings depend on the Python version (3.11 for the committed files).
