@@ -5,8 +5,12 @@ Writes under src/nemotron/recipes/nano3/sample_data/:
 
 - pretrain/docs.jsonl        English text: Python standard-library docstrings ({"id", "text"})
 - sft/conversations.jsonl    chat conversations ({"messages": [...]}) built from those docstrings
-- rl/problems.jsonl          arithmetic prompt/answer pairs ({"prompt", "answer"}, a few duplicates)
-- tokenizer/                 byte-level BPE (vocab 4096) trained on the above, with a ChatML template
+- sft/arithmetic.jsonl       the single-digit sums as chat turns, in two wordings no RL prompt uses
+- rl/problems.jsonl          single-digit sums in four wordings ({"prompt", "answer"}, a few duplicates):
+                             facts the tiny chain's 2-layer model learns in its minute (three-digit
+                             `+ - *` left every exact match at 0; docs/pipelines.md)
+- tokenizer/                 byte-level BPE (vocab 4096) trained on the docstrings and conversations,
+                             with a ChatML template
 
 Run with the project venv: ``.venv/bin/python scripts/make_sample_data.py``.
 Docstrings depend on the Python version (3.11 for the committed files).
@@ -37,7 +41,9 @@ MODULES = [
 ]
 PRETRAIN_BUDGET = 220_000  # bytes of text
 SFT_CONVERSATIONS = 300
-RL_PROBLEMS = 400
+SFT_ARITHMETIC = ["How much is {a} plus {b}?", "Please add {a} to {b}."]
+RL_PHRASINGS = ["What is {a} + {b}? Give only the number.", "Add {a} and {b}. Give only the number.",
+                "What is the sum of {a} and {b}? Give only the number.", "Compute {a} + {b}. Give only the number."]
 
 
 def docstrings() -> list[tuple[str, str]]:
@@ -95,15 +101,22 @@ def main() -> None:
                 msgs.append({"role": "assistant", "content": rest})
             f.write(json.dumps({"messages": msgs}) + "\n")
             texts.append("\n".join(m["content"] for m in msgs))
+    # The same sums as the RL problems, asked in other words (no RL prompt appears here):
+    # SFT learns the facts in the chat format, the RL stage the plain "prompt -> number" one.
+    # Not in `texts`: the tokenizer stays the one trained on the English text above.
+    with open(OUT / "sft" / "arithmetic.jsonl", "w", encoding="utf-8") as f:
+        for a in range(10):
+            for b in range(10):
+                for question in SFT_ARITHMETIC:
+                    msgs = [{"role": "user", "content": question.format(a=a, b=b)},
+                            {"role": "assistant", "content": str(a + b)}]
+                    f.write(json.dumps({"messages": msgs}) + "\n")
 
     (OUT / "rl").mkdir(parents=True, exist_ok=True)
     with open(OUT / "rl" / "problems.jsonl", "w", encoding="utf-8") as f:
-        rows = []
-        for _ in range(RL_PROBLEMS):
-            a, b = rng.randint(2, 999), rng.randint(2, 999)
-            op = rng.choice("+-*")
-            ans = {"+": a + b, "-": a - b, "*": a * b}[op]
-            rows.append({"prompt": f"What is {a} {op} {b}? Give only the number.", "answer": str(ans)})
+        rows = [{"prompt": phrasing.format(a=a, b=b), "answer": str(a + b)}
+                for a in range(10) for b in range(10) for phrasing in RL_PHRASINGS]
+        rng.shuffle(rows)
         rows += [dict(r) for r in rng.sample(rows, 8)]  # duplicates: the prep keeps one of each
         for r in rows:
             f.write(json.dumps(r) + "\n")

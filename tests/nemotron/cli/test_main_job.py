@@ -1,6 +1,7 @@
 """The README's main job, `nemotron nano3 pipe -c tiny`, run for real: every stage starts
 from the model the stage before it published, and the job ends in the chain's table,
-whose pretrain perplexity on held-out text is below a uniform guess."""
+whose pretrain perplexity on held-out text is below a uniform guess and whose RL row
+answers some validation prompts exactly."""
 
 from __future__ import annotations
 
@@ -51,12 +52,18 @@ def test_main_job_chains_every_model_and_ends_in_the_table(tmp_path):
     assert float(after_pretrain[2]) < VOCAB / 2  # clearly better than a uniform guess on held-out text
     for row in (after_pretrain, after_sft, after_rl):
         assert re.fullmatch(r"\d+\.\d% \(\d+/\d+\)", row[4]), row  # exact match, k/n answers
-    # the RL smoke stage trains on the answers: they get likelier than after SFT
+    # the RL smoke stage trains on the answers: they get likelier than after SFT, and some
+    # come out exactly right (the sample sums are ones a 2-layer model learns in 120 steps)
     assert float(after_rl[3]) < float(after_sft[3])
+    correct, total = map(int, re.fullmatch(r"\d+\.\d% \((\d+)/(\d+)\)", after_rl[4]).groups())
+    assert correct / total >= 0.1, after_rl
 
-    # the last line is still the evaluation's summary, for the evaluated (RL) model
-    eval_line = proc.stdout.strip().splitlines()[-1]
+    # the job ends with the evaluation's summary, for the evaluated (RL) model, then its
+    # outcome line carrying that summary (docs/execution.md, how a job ends)
+    *_, eval_line, outcome_line = proc.stdout.strip().splitlines()
     assert eval_line.startswith("eval: perplexity=") and "model=nano3-rl-model-tiny:v1" in eval_line
+    assert outcome_line.startswith("nemotron-outcome: ")
+    assert json.loads(outcome_line.removeprefix("nemotron-outcome: "))["message"] == eval_line
     # the same numbers are recorded with the published results
     art = reg.resolve("nano3-eval-tiny:latest")
     chain = json.loads(Path(art.path).read_text())["chain"]

@@ -9,15 +9,12 @@ import os
 import re
 import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from nemotron.training.versions import TABLE
 from tests.nemotron.training.manifests import MB_OF_VERSION, mb_manifest
-
-ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
+from tests.nemotron_cli import NEMOTRON
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ import os
 import re
 import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-NEMOTRON = ROOT / ".venv" / "bin" / "nemotron"
+from tests.nemotron_cli import NEMOTRON
 
 
 @pytest.fixture(scope="module")
