@@ -337,11 +337,11 @@ def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: s
     (a script whose runspec names no configs) and no ``config_dir`` on disk, no
     ``-c`` gives an empty config, to which overrides add keys with ``+key=value``.
     """
+    from omegaconf import OmegaConf
+
     from nemo_runspec.config.overrides import apply_overrides
 
     if empty_without_dir and not getattr(ctx, "config", None) and not _exists(Path(config_dir)):
-        from omegaconf import OmegaConf
-
         return apply_overrides(OmegaConf.create({}), list(getattr(ctx, "overrides", None) or []))
     name = getattr(ctx, "config", None) or default_config
     cfg, info = load_config(name, config_dir)

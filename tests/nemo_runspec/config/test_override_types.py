@@ -71,7 +71,7 @@ def test_a_doubled_equals_is_a_shape_error_for_any_key(override, fix):
 def test_the_command_line_refuses_before_anything_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEMOTRON_")}
     env.update(NEMOTRON_HOME=str(tmp_path / "home"))
-    for override, says in (("train.train_iters=10,20", "train.train_iters expects an int, got the string '10,20'"),
+    for override, says in (("train.train_iters=10,20", "several values (add -m/--multirun to run one job per value"),
                            ("train.train_iters==5", "the value starts with '='")):
         proc = subprocess.run([str(NEMOTRON), "nano3", "pretrain", "-c", "tiny", override], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
