@@ -77,7 +77,10 @@ def parse_text(text: str) -> tuple[Any, str | None]:
 
 def _load_flow(text: str, stripped: str) -> Any:
     """``text`` as YAML; a list or mapping holding ``${...}`` is read with the
-    interpolations set aside (:func:`_protect_interpolations`) when YAML alone fails."""
+    interpolations set aside (:func:`_protect_interpolations`) when YAML alone fails.
+    A mapping's keys end at their first colon, as Hydra reads them (:func:`_hydra_keys`)."""
+    if "{" in stripped and stripped[:1] in _CLOSE:
+        text = _hydra_keys(text)
     try:
         return yaml.load(text, Loader=_loader())
     except yaml.YAMLError:
@@ -85,6 +88,50 @@ def _load_flow(text: str, stripped: str) -> Any:
         if not saved:
             raise
         return _restore_interpolations(yaml.load(protected, Loader=_loader()), saved)
+
+
+def _hydra_keys(text: str) -> str:
+    """``text`` with a space after each colon that ends a flow mapping's key.
+
+    YAML reads ``{a:10}`` as the key ``"a:10"`` with no value (a plain scalar may hold
+    ``:`` when no space follows); Hydra's grammar, whose overrides these are, reads the
+    mapping ``{a: 10}`` (a key holds no colon). Quoted text and ``${...}`` are left alone.
+    """
+    out: list[str] = []
+    stack: list[list[Any]] = []  # [kind, in key] per open bracket/brace
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"" and (not out or out[-1] in "[{,: \t"):
+            end = _closing_quote(text, i)
+            if end is None:
+                break  # unbalanced: the error path says so
+            out.append(text[i: end + 1])
+            i = end + 1
+            continue
+        if ch == "$" and text[i + 1: i + 2] == "{":
+            depth, j = 0, i + 1
+            while j < len(text):
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            out.append(text[i: j + 1])
+            i = j + 1
+            continue
+        out.append(ch)
+        if ch in "[{":
+            stack.append([ch, ch == "{"])
+        elif ch in "]}" and stack:
+            stack.pop()
+        elif ch == "," and stack and stack[-1][0] == "{":
+            stack[-1][1] = True
+        elif ch == ":" and stack and stack[-1][0] == "{" and stack[-1][1]:
+            stack[-1][1] = False
+            if text[i + 1: i + 2] not in ("", " ", "\t"):
+                out.append(" ")
+        i += 1
+    return "".join(out) + text[i:]
 
 
 def _protect_interpolations(text: str) -> tuple[str, dict[str, str]]:
