@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from nemo_runspec.errors import CLIUsageError
+from nemotron.cli.commands.jobs_common import out as _out
+from nemotron.cli.commands.jobs_common import print_table
 
 if TYPE_CHECKING:
     from nemo_runspec.slurm.jobs import JobState
     from nemo_runspec.slurm.ledger import Submission
     from nemo_runspec.sweep.record import SweepRecord
-
-
-def _out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
 
 
 def resolve(ref: str) -> tuple[SweepRecord, int | None] | None:
@@ -143,13 +141,9 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
         return
     _out(f"sweep {rec.id} ({rec.recipe or '-'}, profile {rec.profile or '-'}, "
          f"{summary(states, len(rec.points))}; arrays {', '.join(a.job_id for a in rec.arrays) or '-'})")
-    table = [["POINT", "JOB", "STATE", "EXIT", "LOSS", "OVERRIDES"]]
-    for r in rows:
-        table.append([str(r["point"]), r["job_id"] or "-", r["state"],
-                      "-" if r["exit_code"] is None else str(r["exit_code"]), r["loss"], r["overrides"]])
-    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
-    for row in table:
-        _out("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print_table(["POINT", "JOB", "STATE", "EXIT", "LOSS", "OVERRIDES"],
+                [[str(r["point"]), r["job_id"] or "-", r["state"], "-" if r["exit_code"] is None else str(r["exit_code"]),
+                  r["loss"], r["overrides"]] for r in rows])
     if index is not None and rows[0]["log"]:
         _out(f"log: {rows[0]['log']}")
 
