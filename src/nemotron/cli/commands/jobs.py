@@ -72,16 +72,21 @@ def list_jobs(
 @app.command("status", cls=PlainParamsCommand)
 @one_line_errors
 def status(
-    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE", show_default=False,
-                                       help="A job id, a job or recipe name, or a pipe id.")],
+    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE|SWEEP[:N]", show_default=False,
+                                       help="A job id, a job or recipe name, a pipe id, or a sweep id "
+                                            "(SWEEP:N or ARRAY_N for one point).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """A job's Slurm state, exit code, reason, nodes, job dir and log; or every stage of a pipe.
+    """A job's Slurm state, exit code, reason, nodes, job dir and log; every stage of a pipe; or every point of a sweep.
+
+    A sweep's table has each point's state, exit code, the last loss its log
+    printed and its overrides (docs/sweeps.md).
 
     Examples:
         nemotron jobs status 168
         nemotron jobs status nano3-pretrain
         nemotron jobs status nano3-pipe-20250601-100000-a1b2
+        nemotron jobs status nano3-pretrain-sweep-3f2a9c1b8e07
     """
     jobs_status.status(ref, as_json)
 
@@ -92,8 +97,9 @@ def status(
 @app.command("logs", cls=PlainParamsCommand)
 @one_line_errors
 def logs(
-    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE", show_default=False,
-                                       help="A job id, a job or recipe name, or a pipe id.")],
+    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE|SWEEP[:N]", show_default=False,
+                                       help="A job id, a job or recipe name, a pipe id, or a sweep id "
+                                            "(SWEEP:N or ARRAY_N for one point).")],
     follow: Annotated[bool, typer.Option("-f", "--follow",
                                          help="Keep printing as the log grows until the job ends; "
                                               "exit with the job's exit code.")] = False,
@@ -104,12 +110,14 @@ def logs(
     """Print a job's log (the script's output); -f follows it until the job ends.
 
     For a pipe id, each stage's log in stage order; -f follows the whole chain stage
-    by stage and exits with the first failing stage's exit code.
+    by stage and exits with the first failing stage's exit code. For SWEEP:N, point
+    N's log; for SWEEP, every point's, one after another.
 
     Examples:
         nemotron jobs logs 168
         nemotron jobs logs -f 168
         nemotron jobs logs 168 --sbatch-log
+        nemotron jobs logs -f nano3-pretrain-sweep-3f2a9c1b8e07:3
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
@@ -137,17 +145,20 @@ def logs(
 @app.command("cancel", cls=PlainParamsCommand)
 @one_line_errors
 def cancel(
-    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE", show_default=False,
-                                       help="A job id, a job or recipe name, or a pipe id.")],
+    ref: Annotated[str, typer.Argument(metavar="ID|NAME|PIPE|SWEEP[:N]", show_default=False,
+                                       help="A job id, a job or recipe name, a pipe id, or a sweep id "
+                                            "(SWEEP:N or ARRAY_N for one point).")],
 ) -> None:
-    """Cancel a job, or every stage of a pipe that has not finished (scancel).
+    """Cancel a job, every stage of a pipe, or a sweep's points, that have not finished (scancel).
 
     A job that never started leaves its 0600 secrets file in its job dir; that
-    file is deleted too. With --dry-run, says what would be cancelled.
+    file is deleted too. SWEEP cancels every array of the sweep, SWEEP:N one
+    point's array task. With --dry-run, says what would be cancelled.
 
     Examples:
         nemotron jobs cancel 168
         nemotron jobs cancel nano3-pipe-20250601-100000-a1b2
+        nemotron jobs cancel nano3-pretrain-sweep-3f2a9c1b8e07:3
     """
     from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.slurm.ledger import Pipe, find, read_ledger
