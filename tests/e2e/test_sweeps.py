@@ -201,3 +201,32 @@ def test_a_sweep_inside_the_container_image(tmp_path, slurm_cluster, container_i
     assert "--container-image" in script and "#SBATCH --array=0-1" in script
     for i in (0, 1):
         assert "final loss" in Path(array["logs"][str(i)]).read_text()
+
+
+def test_status_reads_every_points_loss_over_one_ssh_connection(tmp_path, ssh_target, monkeypatch):
+    """`jobs status SWEEP` on a cluster reached over SSH: the last loss of each point's log
+    through one connection (grep there), not one connection per point, whatever the logs' size."""
+    from nemo_runspec.slurm import jobs as sj
+    from nemo_runspec.slurm.ledger import Submission
+    from nemo_runspec.sweep.record import ArrayRecord, SweepRecord
+    from nemotron.cli.commands import jobs_sweeps
+
+    logs = {}
+    for i in range(6):
+        path = tmp_path / f"point{i}.log"
+        noise = "".join(f"step {s} | lm loss: {s / 1000 + i:.4E} | loss scale: 65536.0\n" for s in range(2000))
+        path.write_text(noise + "x" * 300_000 + f"\nfinal loss {i}.25\n" + "teardown\n" * 50)
+        logs[str(i)] = str(path)
+    logs.pop("5")  # point 5 has no log yet
+    sub = Submission(job_id="900", name="s", job_dir=str(tmp_path), tunnel="ssh",
+                     ssh={"host": ssh_target.host, "user": ssh_target.user, "port": ssh_target.port,
+                          "identity": str(ssh_target.identity)})
+    rec = SweepRecord(id="t-sweep-1", created="", recipe="t", profile=None, env_file=None,
+                      points=[{"index": i, "values": {}} for i in range(6)],
+                      arrays=[ArrayRecord(job_id="900", indices=list(range(6)), job_dir=str(tmp_path),
+                                          submitted_at="", submission=sub.to_json(), logs=logs)])
+    opened = []
+    real = sj.remote_for
+    monkeypatch.setattr(sj, "remote_for", lambda s: opened.append(s.job_id) or real(s))
+    assert jobs_sweeps.losses(rec, list(range(6))) == {0: "0.25", 1: "1.25", 2: "2.25", 3: "3.25", 4: "4.25", 5: "-"}
+    assert len(opened) == 1

@@ -95,29 +95,56 @@ def _point_sub(rec: SweepRecord, index: int) -> Submission | None:
                                log_path=array.logs.get(str(index)), sbatch_log_path=array.sbatch_logs.get(str(index)))
 
 
-def _loss(rec: SweepRecord, index: int) -> str:
-    """The last loss point ``index``'s log printed ("-" when none or no log)."""
+#: how many of a log's last lines mentioning a loss are read for the final loss
+_LOSS_LINES = 20
+
+
+def losses(rec: SweepRecord, indices: list[int]) -> dict[int, str]:
+    """The last loss each point's log printed (``-`` when none, or no log): one command per
+    cluster for all the points (``grep`` there, so only the matching lines come back,
+    whatever the logs' size), never a connection per point."""
+    import secrets
+    import shlex
+
+    from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.sweep.states import final_loss
 
-    sub = _point_sub(rec, index)
-    path = sub.log_path if sub is not None else (rec.local.get(str(index)) or {}).get("log")
-    if not path:
-        return "-"
-    try:
-        if sub is not None and sub.tunnel == "ssh":
-            from nemo_runspec.slurm import jobs as sj
+    groups: dict[tuple[Any, ...], list[tuple[int, str, Submission | None]]] = {}
+    for i in indices:
+        sub = _point_sub(rec, i)
+        path = sub.log_path if sub is not None else (rec.local.get(str(i)) or {}).get("log")
+        if path:
+            groups.setdefault(sj.tunnel_key(sub) if sub is not None else ("local",), []).append((i, path, sub))
+    found = {i: "-" for i in indices}
+    mark = f"@@nemotron-loss-{secrets.token_hex(4)}@@"
+    for members in groups.values():
+        cmd = "; ".join(f"echo {mark}{i}; grep -a -i loss {shlex.quote(path)} 2>/dev/null | tail -n {_LOSS_LINES}"
+                        for i, path, _ in members)
+        sub = next((m[2] for m in members if m[2] is not None), None)
+        try:
+            if sub is None or sub.tunnel != "ssh":
+                import subprocess
 
-            remote = sj.remote_for(sub)
-            try:
-                data = remote.read_from(path, 0).decode(errors="replace")
-            finally:
-                sj.close(remote)
-        else:
-            with open(path, errors="replace") as f:
-                data = f.read()
-    except Exception:  # noqa: BLE001 - a log that cannot be read has no loss to show
-        return "-"
-    return final_loss(data) or "-"
+                text = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace",
+                                      stdin=subprocess.DEVNULL).stdout
+            else:
+                remote = sj.remote_for(sub)
+                try:
+                    text = remote.run(cmd)[1]
+                finally:
+                    sj.close(remote)
+        except Exception:  # noqa: BLE001 - logs that cannot be read have no loss to show
+            continue
+        lines: dict[int, list[str]] = {}
+        current: list[str] = []
+        for line in text.splitlines():
+            if line.startswith(mark) and line[len(mark):].isdigit():
+                current = lines.setdefault(int(line[len(mark):]), [])
+            else:
+                current.append(line)
+        for i, got in lines.items():
+            found[i] = final_loss("\n".join(got)) or "-"
+    return found
 
 
 def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
@@ -125,13 +152,15 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
     from nemo_runspec.sweep.states import point_states
 
     states = point_states(rec, strict=True)
+    shown = list(range(len(rec.points))) if index is None else [index]
+    loss = losses(rec, shown)
     rows = []
-    for i in range(len(rec.points)) if index is None else [index]:
+    for i in shown:
         st = states.get(i)
         array = rec.latest(i)
         rows.append({"point": i, "job_id": f"{array.job_id}_{i}" if array else None,
                      "state": st.state if st else "NOT RUN", "exit_code": st.exit_code if st else None,
-                     "loss": _loss(rec, i), "overrides": rec.label(i),
+                     "loss": loss[i], "overrides": rec.label(i),
                      "log": (array.logs.get(str(i)) if array else (rec.local.get(str(i)) or {}).get("log")),
                      "reason": (st.reason or st.note) if st else ""})
     if as_json:
