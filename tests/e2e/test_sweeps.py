@@ -230,3 +230,28 @@ def test_status_reads_every_points_loss_over_one_ssh_connection(tmp_path, ssh_ta
     monkeypatch.setattr(sj, "remote_for", lambda s: opened.append(s.job_id) or real(s))
     assert jobs_sweeps.losses(rec, list(range(6))) == {0: "0.25", 1: "1.25", 2: "2.25", 3: "3.25", 4: "4.25", 5: "-"}
     assert len(opened) == 1
+
+
+def test_a_run_cmd_recipe_sweeps_on_the_cluster(tmp_path, slurm_cluster):
+    """run.setup/run.cmd in an array: each task writes and runs its own launch script, which
+    sources the setup and reads its own point's config and dir."""
+    env = cli_env(tmp_path, slurm_cluster)
+    script = tmp_path / "cmd.py"
+    script.write_text('# /// script\n# [tool.runspec]\n# name = "e2e/cmdsweep"\n# [tool.runspec.run]\n'
+                      '# launch = "direct"\n# cmd = "python {script} --config {config} --out {job_dir}/out.txt"\n'
+                      '# setup = "export GREETING=hello-from-setup"\n# [tool.runspec.resources]\n'
+                      '# gpus_per_node = 0\n# ///\nimport os, sys\n'
+                      'cfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                      'out = sys.argv[sys.argv.index("--out") + 1]\n'
+                      'open(out, "w").write(os.environ["GREETING"] + " " + cfg.split("x: ")[1].split()[0] + "\\n")\n')
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    log = _wrapped(tmp_path, env)
+    proc = _nemotron(env, tmp_path, "run", str(script), "-m", "x=11,22", "--run", "cluster", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert len(_calls(log, "sbatch")) == 1
+    record = json.loads(next((tmp_path / "home" / "sweeps").glob("*.json")).read_text())
+    job_dir = Path(record["arrays"][0]["job_dir"])
+    assert (job_dir / "points" / "0" / "out.txt").read_text() == "hello-from-setup 11\n"
+    assert (job_dir / "points" / "1" / "out.txt").read_text() == "hello-from-setup 22\n"
+    assert not (job_dir / "runspec_launch.sh").exists()

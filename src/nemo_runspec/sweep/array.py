@@ -15,7 +15,10 @@ recipe command would have submitted) becomes an array job (:class:`ArrayJob`):
   ``NEMOTRON_SWEEP_ID``/``_INDEX``/``_VALUES`` (what an artifact it publishes
   records: :mod:`nemo_runspec.artifacts.registry`);
 - a Ray job's cluster files and logs go to a dir of their own per task
-  (``templates/ray_slurm.sub.j2``), since array tasks may run at once.
+  (``templates/ray_slurm.sub.j2``), since array tasks may run at once;
+- a recipe with ``run.setup``/``run.cmd`` (or ``run.profile.nsys``) starts through a
+  launch script each task writes into its point's dir, reading that point's config
+  (:mod:`nemo_runspec.slurm.launch_script`).
 
 The code is packaged once, for all points. Everything is rendered by nemo-run as
 for a single job, so :func:`~nemo_runspec.slurm.render_sbatch` of the array job
@@ -140,11 +143,6 @@ def _details_class() -> type:
 
 def refuse_unsupported(rep: PreparedJob) -> None:
     """What a sweep cannot run as one array (yet): one line saying so."""
-    if rep.entrypoint == "bash" and rep.script.endswith("runspec_launch.sh"):
-        raise ConfigError(
-            f"{rep.recipe or rep.name}: a sweep on Slurm cannot run a recipe with run.setup/run.cmd yet "
-            "(its launch script is written into the job dir shared by every array task)",
-            key="run.cmd", hint="sweep it locally, or submit the points one by one without -m")
     from nemo_runspec.slurm import resilience
 
     if resilience.settings_of(rep.values) is not None:
@@ -186,7 +184,7 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     config = _unquoted(f"{seen_points}/{TASK}/train.yaml")
     job.args = [config if a == TRAIN_YAML or a == _seen(rep, os.path.join(rep.job_dir, "train.yaml")) else a
                 for a in rep.args]
-    if config not in job.args:
+    if rep.launch_script is None and config not in job.args:
         raise ConfigError(f"{rep.name}: the job does not read --config {TRAIN_YAML}; a sweep cannot give "
                           "each point its config", hint="sweep it locally")
     executor.additional_parameters = {**(executor.additional_parameters or {}), "array": job.array}
@@ -197,6 +195,8 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
              f'export NEMOTRON_SWEEP_INDEX="{TASK}"',
              f'export NEMOTRON_SWEEP_VALUES="$(cat "{points_dir}/{TASK}/point.json")"']
     setup = executor.setup_lines or ""
+    if rep.launch_script is not None:  # run.setup/run.cmd/nsys: each task its own scripts, config, dir
+        setup = _launch_per_task(job, rep, setup)
     if rep.secrets and rep.secret_path:
         from nemo_runspec.execution.secret_file import SECRET_FILE_NAME, source_snippet
 
@@ -208,6 +208,21 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
         setup = setup.replace(old, source_snippet(f"{points_dir}/<task>/{SECRET_FILE_NAME}", shell_word=word))
     executor.setup_lines = "\n".join(x for x in (setup, *lines) if x)
     return job
+
+
+def _launch_per_task(job: ArrayJob, rep: PreparedJob, setup: str) -> str:
+    """``setup`` with the lines writing the representative's launch script replaced by
+    lines writing each task's own (:mod:`nemo_runspec.slurm.launch_script`), which reads
+    its point's config; the task runs that script."""
+    from nemo_runspec.slurm import launch_script as ls
+
+    spec = rep.launch_script
+    if spec.lines not in setup:
+        raise ConfigError(f"{rep.name}: cannot find the lines that write its launch script",
+                          hint="this is a bug; please report it")
+    out = ls.render(rep, spec, task=f"{POINTS}/{ls.TASK_TOKEN}")
+    job.script = _unquoted(out.launch_path.replace(ls.TASK_TOKEN, TASK))
+    return setup.replace(spec.lines, "\n".join(x for x in out.lines if x))
 
 
 def _unquoted(text: str) -> str:

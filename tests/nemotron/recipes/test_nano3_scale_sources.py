@@ -28,6 +28,10 @@ SOURCES = {
     # MICRO_BATCH_SIZE=1, PARALLELISM_CONFIGS[0] = "4,1,8,1,True" (TP,PP,EP,CP,SP)
     MB + "examples/models/nemotron/nemotron_3/nano/slurm_pretrain.sh (its first parallelism config)": dict(
         nodes=4, gpus_per_node=8, tp=4, pp=1, ep=8, sp=True, mbs=1),
+    # not a source: our 2-node cell, the 4-node script's settings (TP4 x EP8 divide 16 GPUs); its
+    # note must say it is derived, and its numbers must stay those of the script it is derived from
+    "derived, not run by a source: slurm_pretrain.sh's 4-node settings on 2 nodes": dict(
+        nodes=2, gpus_per_node=8, tp=4, pp=1, ep=8, sp=True, mbs=1),
     # blob b818fdc40ce14659f218f55ddf4569a0617a1645: #SBATCH --nodes=2 --gpus-per-node=8, the same
     MB + "examples/models/nemotron/nemotron_3/nano/slurm_sft.sh (its first parallelism config)": dict(
         nodes=2, gpus_per_node=8, tp=4, pp=1, ep=8, sp=True, mbs=1),
