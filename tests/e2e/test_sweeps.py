@@ -255,3 +255,38 @@ def test_a_run_cmd_recipe_sweeps_on_the_cluster(tmp_path, slurm_cluster):
     assert (job_dir / "points" / "0" / "out.txt").read_text() == "hello-from-setup 11\n"
     assert (job_dir / "points" / "1" / "out.txt").read_text() == "hello-from-setup 22\n"
     assert not (job_dir / "runspec_launch.sh").exists()
+
+
+def test_resilience_requeues_only_the_failed_point(tmp_path, slurm_cluster):
+    """[resilience] in a sweep: the point whose first attempt fails is requeued on its own
+    (as ARRAY_TASK: the array's own id would requeue every task) and completes; the other
+    point runs once; each keeps its attempt records in its own dir."""
+    env = cli_env(tmp_path, slurm_cluster, "resilience = { max_restarts = 1, signal_before = 60 }\n")
+    script = tmp_path / "flaky.py"
+    script.write_text('# /// script\n# [tool.runspec]\n# name = "e2e/flaky"\n# [tool.runspec.run]\n'
+                      '# launch = "direct"\n# [tool.runspec.resources]\n# gpus_per_node = 0\n# ///\n'
+                      'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                      'x = int(cfg.split("x: ")[1].split()[0])\nattempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))\n'
+                      'print(f"x={x} attempt={attempt} task={os.environ.get(\'SLURM_ARRAY_TASK_ID\')}", flush=True)\n'
+                      'sys.exit(1 if x == 2 and attempt == 0 else 0)\n')
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    out = _sweep_json(_nemotron(env, tmp_path, "run", str(script), "-m", "x=1,2", "--batch", "cluster"))
+    array, job_dir = out["arrays"][0]["job_id"], Path(out["arrays"][0]["job_dir"])
+    tasks = _wait(array, [0, 1], timeout=300)
+    assert {i: s for i, (s, _) in tasks.items()} == {0: "COMPLETED", 1: "COMPLETED"}
+    restarts = subprocess.run(["sacct", "-n", "-P", "-X", "-D", "-j", array, "-o", "JobID,State"],
+                              capture_output=True, text=True).stdout.split()
+    assert sum(line.startswith(f"{array}_0|") for line in restarts) == 1  # point 0: one attempt
+    assert f"{array}_1|REQUEUED" in restarts or f"{array}_1|FAILED" in restarts
+    zero = (job_dir / "points" / "0" / "resilience" / "attempts.jsonl").read_text().splitlines()
+    one = [json.loads(line) for line in (job_dir / "points" / "1" / "resilience" / "attempts.jsonl").read_text()
+           .splitlines()]
+    assert [json.loads(line)["attempt"] for line in zero if '"start"' in line] == [0]
+    assert {r["job_id"] for r in one} == {f"{array}_1"}
+    assert [r["attempt"] for r in one if r["event"] == "start"] == [0, 1]
+    assert not (job_dir / "resilience").exists()  # nothing shared
+    status = json.loads(_nemotron(env, tmp_path, "jobs", "status", f"{out['sweep_id']}:1", "--json").stdout)
+    assert [a["number"] for a in status["points"][0]["attempts"]] == [0, 1]
+    table = _nemotron(env, tmp_path, "jobs", "status", out["sweep_id"]).stdout
+    assert "ATTEMPTS" in table and "2: failed" in table.splitlines()[-1], table

@@ -121,24 +121,31 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
     lines.append(_write(prepared.job_dir, task, rc.LAUNCH_FILE,
                         rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir, before=before)))
     if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
-        lines.append(pre_start_setup_lines([f"set +u; . {_task_word(setup_path)}; set -u"]))
+        lines.append(pre_start_setup_lines([f"set +u; . {task_word(setup_path)}; set -u"]))
     return Rendered(lines, visible(f"{here}/{rc.LAUNCH_FILE}"), env_vars)
 
 
 def _write(job_dir: str, task: str | None, name: str, text: str) -> str:
     """Batch-script lines writing ``text`` to ``name`` in the job dir (or the task's dir,
     with the task's index put in place of :data:`TASK_TOKEN` as it is written)."""
+    return heredoc_to(os.path.join(job_dir, task or "", name), text, fill_task=True)
+
+
+def heredoc_to(path: str, text: str, *, fill_task: bool = False) -> str:
+    """Batch-script lines that write ``text`` to ``path`` verbatim; a :data:`TASK_TOKEN` in
+    ``path`` is the array task's index (and, with ``fill_task``, in ``text`` too, through ``sed``)."""
     from nemo_runspec.execution.runspec_cmd import heredoc
 
-    if task is None:
-        return heredoc(os.path.join(job_dir, name), text)
-    written = heredoc(os.path.join(job_dir, task, name), text)
+    written = heredoc(path, text)
+    if TASK_TOKEN not in path:
+        return written
     head, _, body = written.partition("\n")  # cat > 'PATH' <<'TAG'
-    target, _, tag = head[len("cat > "):].rpartition(" <<")
-    return f'sed "s/{TASK_TOKEN}/$SLURM_ARRAY_TASK_ID/g" > {_task_word(shlex.split(target)[0])} <<{tag}\n{body}'
+    tag = head.rpartition(" <<")[2]
+    command = f'sed "s/{TASK_TOKEN}/$SLURM_ARRAY_TASK_ID/g"' if fill_task else "cat"
+    return f"{command} > {task_word(path)} <<{tag}\n{body}"
 
 
-def _task_word(path: str) -> str:
+def task_word(path: str) -> str:
     """``path`` as one shell word, quoted, with :data:`TASK_TOKEN` expanding to the task's index."""
     if TASK_TOKEN not in path:
         return shlex.quote(path)

@@ -18,7 +18,11 @@ recipe command would have submitted) becomes an array job (:class:`ArrayJob`):
   (``templates/ray_slurm.sub.j2``), since array tasks may run at once;
 - a recipe with ``run.setup``/``run.cmd`` (or ``run.profile.nsys``) starts through a
   launch script each task writes into its point's dir, reading that point's config
-  (:mod:`nemo_runspec.slurm.launch_script`).
+  (:mod:`nemo_runspec.slurm.launch_script`);
+- with ``[resilience]`` every task keeps its attempt records, heartbeats and helper in
+  ``points/<N>/resilience/`` and requeues only itself (``ARRAY_TASK``, never the
+  array's id, which Slurm reads as every task); nemo-run's own ``retries`` would requeue
+  by ``$SLURM_JOB_ID`` and is refused.
 
 The code is packaged once, for all points. Everything is rendered by nemo-run as
 for a single job, so :func:`~nemo_runspec.slurm.render_sbatch` of the array job
@@ -142,13 +146,12 @@ def _details_class() -> type:
 
 
 def refuse_unsupported(rep: PreparedJob) -> None:
-    """What a sweep cannot run as one array (yet): one line saying so."""
-    from nemo_runspec.slurm import resilience
-
-    if resilience.settings_of(rep.values) is not None:
-        raise ConfigError("a sweep on Slurm cannot use the profile's [resilience] settings yet "
-                          "(its attempt records live in the job dir every array task shares)",
-                          key="resilience", hint="drop them for the sweep (run.env.max_restarts=0 ...)")
+    """What a sweep cannot run as one array: one line saying so."""
+    if int(rep.values.get("retries") or 0) > 0:
+        raise ConfigError("a sweep on Slurm cannot use the profile's retries: nemo-run requeues with "
+                          "scontrol requeue $SLURM_JOB_ID, which for one task of an array is the whole array",
+                          key="retries", hint="use [resilience] (max_restarts = N), which requeues each point "
+                                              "on its own, or run.env.retries=0")
 
 
 def _seen(rep: PreparedJob, path: str) -> str:
@@ -197,6 +200,15 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     setup = executor.setup_lines or ""
     if rep.launch_script is not None:  # run.setup/run.cmd/nsys: each task its own scripts, config, dir
         setup = _launch_per_task(job, rep, setup)
+    from nemo_runspec.slurm import resilience
+
+    settings = resilience.settings_of(rep.values)
+    if settings is not None:  # each task its own records, heartbeats and requeues
+        from nemo_runspec.slurm.launch_script import TASK_TOKEN
+
+        setup = resilience.per_array_task(executor, settings, job_dir=rep.job_dir, ray=rep.is_ray,
+                                          bare_metal=not rep.executor.container_image, setup=setup,
+                                          task=f"{POINTS}/{TASK_TOKEN}")
     if rep.secrets and rep.secret_path:
         from nemo_runspec.execution.secret_file import SECRET_FILE_NAME, source_snippet
 

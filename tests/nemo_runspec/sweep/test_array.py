@@ -173,3 +173,24 @@ def test_a_run_cmd_recipe_sweeps_each_task_with_its_own_launch_script(sandbox, l
         assert (job_dir / "points" / "1" / "out.txt").read_text() == "hello-from-setup 22\n"
     if launch == "ray":  # every node sources its task's setup before its raylet
         assert f'. {job_dir}/points/"${{SLURM_ARRAY_TASK_ID}}"/runspec_setup.sh' in shown
+
+
+def test_resilience_gives_each_task_its_own_dir_and_retries_is_refused(sandbox):
+    """[resilience] in an array: each task's helper, records and NEMOTRON_RESILIENCE_DIR are in
+    its point's dir (the batch shell expands them), none in the job dir every task shares."""
+    text = sandbox["env_toml"].read_text()
+    sandbox["env_toml"].write_text(text + '\n[tough]\nextends = "dev"\ntime = "01:00:00"\n'
+                                   "resilience = { max_restarts = 2 }\n\n[retrying]\nextends = \"dev\"\nretries = 2\n")
+    job, _ = _array("torchrun", "tough")
+    shown = slurm.render_sbatch(job)
+    submit_detached(job, announce=False)
+    assert (job.local_exp_dir / f"{job.name}_sbatch.sh").read_text() == shown
+    task_dir = f'{job.job_dir}/points/"${{SLURM_ARRAY_TASK_ID}}"/resilience'
+    assert f"mkdir -p {task_dir}\n" in shown and f"NR_DIR={task_dir} " in shown
+    assert f"{job.job_dir}/resilience" not in shown
+    word = re.search(r"export NEMOTRON_RESILIENCE_DIR=(\S+)", shown).group(1)
+    out = subprocess.run(["bash", "-c", f"echo {word}"], env={"SLURM_ARRAY_TASK_ID": "1", "PATH": os.environ["PATH"]},
+                         capture_output=True, text=True).stdout.strip()
+    assert out == f"{job.job_dir}/points/1/resilience"
+    with pytest.raises(ConfigError, match="cannot use the profile's retries"):
+        _array("torchrun", "retrying")

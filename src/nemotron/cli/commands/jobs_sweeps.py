@@ -147,6 +147,34 @@ def losses(rec: SweepRecord, indices: list[int]) -> dict[int, str]:
     return found
 
 
+def point_attempts(rec: SweepRecord, indices: list[int]) -> dict[int, list[Any]]:
+    """The attempts of the points that ran with ``[resilience]`` (their ``points/<N>/resilience``
+    records), one command per cluster; points without records are left out."""
+    from nemo_runspec.slurm import attempts as sa
+    from nemo_runspec.slurm import jobs as sj
+    from nemo_runspec.sweep.states import submission
+
+    groups: dict[tuple[Any, ...], tuple[Submission, dict[str, int]]] = {}
+    for i in indices:
+        array = rec.latest(i)
+        if array is None or not array.job_dir:
+            continue
+        sub = submission(array)
+        groups.setdefault(sj.tunnel_key(sub), (sub, {}))[1][f"{array.job_dir}/points/{i}"] = i
+    found: dict[int, list[Any]] = {}
+    for sub, dirs in groups.values():
+        try:
+            remote = sj.remote_for(sub)
+            try:
+                for path, tries in sa.load(remote, list(dirs)).items():
+                    found[dirs[path]] = tries
+            finally:
+                sj.close(remote)
+        except Exception:  # noqa: BLE001 - records that cannot be read are not shown
+            continue
+    return found
+
+
 def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
     """The points table of ``rec`` (or one point's details)."""
     from nemo_runspec.sweep.states import point_states
@@ -154,6 +182,7 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
     states = point_states(rec, strict=True)
     shown = list(range(len(rec.points))) if index is None else [index]
     loss = losses(rec, shown)
+    tries = point_attempts(rec, shown)
     rows = []
     for i in shown:
         st = states.get(i)
@@ -163,6 +192,8 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
                      "loss": loss[i], "overrides": rec.label(i),
                      "log": (array.logs.get(str(i)) if array else (rec.local.get(str(i)) or {}).get("log")),
                      "reason": (st.reason or st.note) if st else ""})
+        if i in tries:
+            rows[-1]["attempts"] = [dataclasses.asdict(a) for a in tries[i]]
     if as_json:
         _out(json.dumps({"sweep": rec.id, "recipe": rec.recipe, "profile": rec.profile, "created": rec.created,
                          "arrays": [{"job_id": a.job_id, "points": a.indices} for a in rec.arrays],
@@ -170,9 +201,12 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
         return
     _out(f"sweep {rec.id} ({rec.recipe or '-'}, profile {rec.profile or '-'}, "
          f"{summary(states, len(rec.points))}; arrays {', '.join(a.job_id for a in rec.arrays) or '-'})")
-    print_table(["POINT", "JOB", "STATE", "EXIT", "LOSS", "OVERRIDES"],
+    from nemo_runspec.slurm.attempts import brief
+
+    extra = ["ATTEMPTS"] if tries else []  # only with [resilience] records, as jobs list does
+    print_table(["POINT", "JOB", "STATE", "EXIT", "LOSS", *extra, "OVERRIDES"],
                 [[str(r["point"]), r["job_id"] or "-", r["state"], "-" if r["exit_code"] is None else str(r["exit_code"]),
-                  r["loss"], r["overrides"]] for r in rows])
+                  r["loss"], *([brief(tries.get(r["point"], []))] if tries else []), r["overrides"]] for r in rows])
     if index is not None and rows[0]["log"]:
         _out(f"log: {rows[0]['log']}")
 
