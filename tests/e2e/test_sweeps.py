@@ -74,6 +74,18 @@ def _sweep_json(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _recipe(tmp_path: Path, name: str, run: str, body: str) -> Path:
+    """A direct-launch recipe script ``name`` (its ``[tool.runspec.run]`` lines ``run``)
+    with a config dir holding ``default.yaml`` (``x: 0``)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(f'# /// script\n# [tool.runspec]\n# name = "e2e/{name}"\n# [tool.runspec.run]\n'
+                      f'# launch = "direct"\n{run}# [tool.runspec.resources]\n# gpus_per_node = 0\n# ///\n'
+                      + body)
+    (tmp_path / "config").mkdir(exist_ok=True)
+    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    return script
+
+
 def _tiny_data(env: dict[str, str], cwd: Path) -> None:
     prep = _nemotron(env, cwd, "nano3", "data", "prep", "pretrain", "-c", "tiny")  # here, in seconds
     assert prep.returncode == 0, prep.stderr[-2000:]
@@ -236,16 +248,12 @@ def test_a_run_cmd_recipe_sweeps_on_the_cluster(tmp_path, slurm_cluster):
     """run.setup/run.cmd in an array: each task writes and runs its own launch script, which
     sources the setup and reads its own point's config and dir."""
     env = cli_env(tmp_path, slurm_cluster)
-    script = tmp_path / "cmd.py"
-    script.write_text('# /// script\n# [tool.runspec]\n# name = "e2e/cmdsweep"\n# [tool.runspec.run]\n'
-                      '# launch = "direct"\n# cmd = "python {script} --config {config} --out {job_dir}/out.txt"\n'
-                      '# setup = "export GREETING=hello-from-setup"\n# [tool.runspec.resources]\n'
-                      '# gpus_per_node = 0\n# ///\nimport os, sys\n'
-                      'cfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
-                      'out = sys.argv[sys.argv.index("--out") + 1]\n'
-                      'open(out, "w").write(os.environ["GREETING"] + " " + cfg.split("x: ")[1].split()[0] + "\\n")\n')
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    script = _recipe(tmp_path, "cmdsweep",
+                     '# cmd = "python {script} --config {config} --out {job_dir}/out.txt"\n'
+                     '# setup = "export GREETING=hello-from-setup"\n',
+                     'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                     'out = sys.argv[sys.argv.index("--out") + 1]\n'
+                     'open(out, "w").write(os.environ["GREETING"] + " " + cfg.split("x: ")[1].split()[0] + "\\n")\n')
     log = _wrapped(tmp_path, env)
     proc = _nemotron(env, tmp_path, "run", str(script), "-m", "x=11,22", "--run", "cluster", timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -262,15 +270,11 @@ def test_resilience_requeues_only_the_failed_point(tmp_path, slurm_cluster):
     (as ARRAY_TASK: the array's own id would requeue every task) and completes; the other
     point runs once; each keeps its attempt records in its own dir."""
     env = cli_env(tmp_path, slurm_cluster, "resilience = { max_restarts = 1, signal_before = 60 }\n")
-    script = tmp_path / "flaky.py"
-    script.write_text('# /// script\n# [tool.runspec]\n# name = "e2e/flaky"\n# [tool.runspec.run]\n'
-                      '# launch = "direct"\n# [tool.runspec.resources]\n# gpus_per_node = 0\n# ///\n'
-                      'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
-                      'x = int(cfg.split("x: ")[1].split()[0])\nattempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))\n'
-                      'print(f"x={x} attempt={attempt} task={os.environ.get(\'SLURM_ARRAY_TASK_ID\')}", flush=True)\n'
-                      'sys.exit(1 if x == 2 and attempt == 0 else 0)\n')
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    script = _recipe(tmp_path, "flaky", "",
+                     'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                     'x = int(cfg.split("x: ")[1].split()[0])\nattempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))\n'
+                     'print(f"x={x} attempt={attempt}", flush=True)\n'
+                     'sys.exit(1 if x == 2 and attempt == 0 else 0)\n')
     out = _sweep_json(_nemotron(env, tmp_path, "run", str(script), "-m", "x=1,2", "--batch", "cluster"))
     array, job_dir = out["arrays"][0]["job_id"], Path(out["arrays"][0]["job_dir"])
     tasks = _wait(array, [0, 1], timeout=300)

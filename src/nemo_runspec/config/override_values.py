@@ -110,14 +110,9 @@ def _hydra_keys(text: str) -> str:
             i = end + 1
             continue
         if ch == "$" and text[i + 1: i + 2] == "{":
-            depth, j = 0, i + 1
-            while j < len(text):
-                depth += {"{": 1, "}": -1}.get(text[j], 0)
-                if depth == 0:
-                    break
-                j += 1
-            out.append(text[i: j + 1])
-            i = j + 1
+            j = _interpolation_end(text, i)
+            out.append(text[i: len(text) if j is None else j + 1])
+            i = len(text) if j is None else j + 1
             continue
         out.append(ch)
         if ch in "[{":
@@ -146,13 +141,8 @@ def _protect_interpolations(text: str) -> tuple[str, dict[str, str]]:
         stem += "x"
     out, saved, i = [], {}, 0
     while (start := text.find("${", i)) >= 0:
-        depth, j = 0, start + 1
-        while j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                break
-            j += 1
-        if depth:  # unbalanced: left for the error path
+        j = _interpolation_end(text, start)
+        if j is None:  # unbalanced: left for the error path
             break
         token = f"{stem}{len(saved)}z"
         saved[token] = text[start: j + 1]
@@ -160,6 +150,16 @@ def _protect_interpolations(text: str) -> tuple[str, dict[str, str]]:
         i = j + 1
     out.append(text[i:])
     return "".join(out), saved
+
+
+def _interpolation_end(text: str, start: int) -> int | None:
+    """The index of the ``}`` that closes the ``${`` at ``start`` (braces nest), or None."""
+    depth = 0
+    for j in range(start + 1, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return j
+    return None
 
 
 def _restore_interpolations(value: Any, saved: dict[str, str]) -> Any:

@@ -119,14 +119,9 @@ def list_jobs(recipe: str | None, state: list[str] | None, limit: str, as_json: 
 
 def _all_entries(subs: list[Submission], pipes: list[Pipe]) -> list[Submission]:
     """The ledger's jobs plus pipe stages it lacks, newest first."""
-    known = list(subs)
-    seen = {(s.job_id, s.job_dir) for s in subs}
-    for pipe in pipes:
-        for stage in pipe.stages:
-            sub = pipe.stage_submission(stage, subs)
-            if sub is not None and (sub.job_id, sub.job_dir) not in seen:
-                known.append(sub)
-                seen.add((sub.job_id, sub.job_dir))
+    from nemo_runspec.slurm.ledger import with_pipe_stages
+
+    known = with_pipe_stages(subs, pipes)
     order = {id(s): i for i, s in enumerate(known)}
     return sorted(known, key=lambda s: (s.submitted_at, order[id(s)]), reverse=True)
 
