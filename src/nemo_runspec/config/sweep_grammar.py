@@ -243,25 +243,9 @@ def parse_sweep(text: str, *, where: str) -> Sweep | None:
 
 def _misspelt(name: str) -> str | None:
     """The function ``name`` is one edit (or one swap of neighbours) away from, if any."""
-    if len(name) < 3:
-        return None
-    for known in _KNOWN:
-        if _one_edit(name.lower(), known):
-            return known
-    return None
+    from nemo_runspec._suggest import one_edit_away
 
-
-def _one_edit(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    if abs(len(a) - len(b)) != 1:
-        return False
-    short, long = sorted((a, b), key=len)
-    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+    return one_edit_away(name.lower(), _KNOWN) if len(name) >= 3 else None
 
 
 def _element(part: _Part, where: str) -> str:

@@ -26,9 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Stands for the array task's index in the scripts of an array task until the batch
-#: shell writes them (letters only: it needs no quoting, so quoting stays as rendered).
-TASK_TOKEN = "NEMOTRONARRAYTASKINDEX"
+from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
+
 #: where the job's files are, as its processes see them in a container
 SEEN = "/nemo_run"
 
@@ -44,6 +43,9 @@ class LaunchScript:
     script_args: tuple[str, ...]
     bare_metal: bool
     nsys: Any = None
+    #: the path of the job's train config as the job sees it, and torchrun's --rdzv-id
+    train_yaml: str = "/nemo_run/train.yaml"
+    rdzv_id: int = 0
     #: the batch-script lines :func:`use_launch_script` added (replaced as a block for an array)
     lines: str = ""
     env_vars: dict[str, str] = field(default_factory=dict)
@@ -59,11 +61,13 @@ class Rendered:
 
 
 def use_launch_script(prepared: Any, runspec: Any, script_args: Sequence[str], *,
-                      bare_metal: bool, nsys: Any = None) -> None:
+                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: Any = None) -> None:
     """Start ``prepared`` (a :class:`~nemo_runspec.slurm.prepared.PreparedJob`) through the
-    runspec's launch script (see the module docstring)."""
+    runspec's launch script (see the module docstring); ``train_yaml`` is where the job reads
+    its config, ``rdzv_id`` torchrun's rendezvous id."""
     spec = LaunchScript(runspec=runspec, script=prepared.script, args=tuple(prepared.args),
-                        script_args=tuple(script_args), bare_metal=bare_metal, nsys=nsys)
+                        script_args=tuple(script_args), bare_metal=bare_metal, nsys=nsys,
+                        train_yaml=train_yaml, rdzv_id=rdzv_id)
     out = render(prepared, spec)
     executor = prepared.executor
     executor.env_vars = {**executor.env_vars, **out.env_vars}
@@ -81,7 +85,6 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
     ``sed`` that puts the task's index in place of :data:`TASK_TOKEN`."""
     from nemo_runspec.execution import runspec_cmd as rc
     from nemo_runspec.execution.ray import pre_start_setup_lines
-    from nemo_runspec.slurm.prepared import TRAIN_YAML, rendezvous_id
 
     runspec, executor = spec.runspec, prepared.executor
     here = f"{SEEN}/{task}" if task else SEEN
@@ -90,17 +93,17 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
         return prepared.job_dir + path[len(SEEN):] if spec.bare_metal and path.startswith(SEEN) else path
 
     script = spec.script if os.path.isabs(spec.script) else f"{SEEN}/code/{spec.script}"
-    config = f"{here}/train.yaml" if task else TRAIN_YAML
+    config = f"{here}/train.yaml" if task else spec.train_yaml
     values = {"script": visible(script), "config": visible(config), "args": list(spec.script_args),
               "job_dir": visible(here)}
     if prepared.launch == "torchrun":
         command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
                                     nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
-                                    rdzv_id=rendezvous_id(prepared.exp_id))
+                                    rdzv_id=spec.rdzv_id)
     elif getattr(runspec.run, "cmd", None):
         command = rc.script_command(runspec, python="python", **values)
     else:  # setup only: the command nemo-run would have run
-        args = [values["config"] if a == TRAIN_YAML else a for a in spec.args]
+        args = [values["config"] if a == spec.train_yaml else a for a in spec.args]
         command = shlex.join(["python", values["script"], *[visible(a) for a in args]])
     lines = []
     if prepared.launch == "torchrun":  # the rendezvous address, for srun's tasks
@@ -129,24 +132,3 @@ def _write(job_dir: str, task: str | None, name: str, text: str) -> str:
     """Batch-script lines writing ``text`` to ``name`` in the job dir (or the task's dir,
     with the task's index put in place of :data:`TASK_TOKEN` as it is written)."""
     return heredoc_to(os.path.join(job_dir, task or "", name), text, fill_task=True)
-
-
-def heredoc_to(path: str, text: str, *, fill_task: bool = False) -> str:
-    """Batch-script lines that write ``text`` to ``path`` verbatim; a :data:`TASK_TOKEN` in
-    ``path`` is the array task's index (and, with ``fill_task``, in ``text`` too, through ``sed``)."""
-    from nemo_runspec.execution.runspec_cmd import heredoc
-
-    written = heredoc(path, text)
-    if TASK_TOKEN not in path:
-        return written
-    head, _, body = written.partition("\n")  # cat > 'PATH' <<'TAG'
-    tag = head.rpartition(" <<")[2]
-    command = f'sed "s/{TASK_TOKEN}/$SLURM_ARRAY_TASK_ID/g"' if fill_task else "cat"
-    return f"{command} > {task_word(path)} <<{tag}\n{body}"
-
-
-def task_word(path: str) -> str:
-    """``path`` as one shell word, quoted, with :data:`TASK_TOKEN` expanding to the task's index."""
-    if TASK_TOKEN not in path:
-        return shlex.quote(path)
-    return '"${SLURM_ARRAY_TASK_ID}"'.join(shlex.quote(part) if part else "" for part in path.split(TASK_TOKEN))

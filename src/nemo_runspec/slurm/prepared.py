@@ -281,7 +281,8 @@ def prepare_job(
     if uses_launch_script(runspec) or nsys is not None:
         from nemo_runspec.slurm.launch_script import use_launch_script
 
-        use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys)
+        use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys,
+                          train_yaml=TRAIN_YAML, rdzv_id=rendezvous_id(exp_id))
     if values.get("executor") == "slurm":
         from nemo_runspec.slurm import resilience
 

@@ -92,7 +92,7 @@ def apply(executor: Any, settings: Resilience, *, job_dir: str, values: Mapping[
 def _env_dir(job_dir: str, bare_metal: bool, task: str | None = None) -> str:
     """``NEMOTRON_RESILIENCE_DIR``'s value (a ``${...}`` in it expands in the batch shell)."""
     from nemo_runspec.execution.executor import shell_value
-    from nemo_runspec.slurm.launch_script import TASK_TOKEN
+    from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
 
     here = os.path.join(job_dir, task) if task else job_dir
     seen = os.path.join(here, DIR_NAME) if bare_metal else "/".join(x for x in ("/nemo_run", task, DIR_NAME) if x)
@@ -103,7 +103,7 @@ def per_array_task(executor: Any, settings: Resilience, *, job_dir: str, ray: bo
                    setup: str, task: str) -> str:
     """For a sweep's array (:mod:`nemo_runspec.sweep.array`): ``setup`` (the batch script's setup
     lines of ``executor``, to which :func:`apply` added its lines) with each task's own dir,
-    ``<job dir>/<task>/resilience`` (``task`` holds :data:`~nemo_runspec.slurm.launch_script.TASK_TOKEN`): its records,
+    ``<job dir>/<task>/resilience`` (``task`` holds :data:`~nemo_runspec.execution.runspec_cmd.TASK_TOKEN`): its records,
     heartbeats and helper, never shared; the helper requeues only its own task."""
     single = setup_lines(os.path.join(job_dir, DIR_NAME), settings, ray=ray)
     if single not in setup:
@@ -125,7 +125,7 @@ def setup_lines(host_dir: str, settings: Resilience, *, ray: bool = False) -> st
     """The batch-script lines: write and source the helper, record the attempt, trap the
     signals, route ``srun`` through the helper. ``ray``: not ``srun`` itself, which also
     starts the raylets; the Ray template sends only its driver's through the helper."""
-    from nemo_runspec.slurm.launch_script import heredoc_to, task_word
+    from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
 
     d = task_word(host_dir)
     script = task_word(os.path.join(host_dir, SCRIPT_NAME))

@@ -204,7 +204,7 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
 
     settings = resilience.settings_of(rep.values)
     if settings is not None:  # each task its own records, heartbeats and requeues
-        from nemo_runspec.slurm.launch_script import TASK_TOKEN
+        from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
 
         setup = resilience.per_array_task(executor, settings, job_dir=rep.job_dir, ray=rep.is_ray,
                                           bare_metal=not rep.executor.container_image, setup=setup,
@@ -226,14 +226,15 @@ def _launch_per_task(job: ArrayJob, rep: PreparedJob, setup: str) -> str:
     """``setup`` with the lines writing the representative's launch script replaced by
     lines writing each task's own (:mod:`nemo_runspec.slurm.launch_script`), which reads
     its point's config; the task runs that script."""
+    from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
     from nemo_runspec.slurm import launch_script as ls
 
     spec = rep.launch_script
     if spec.lines not in setup:
         raise ConfigError(f"{rep.name}: cannot find the lines that write its launch script",
                           hint="this is a bug; please report it")
-    out = ls.render(rep, spec, task=f"{POINTS}/{ls.TASK_TOKEN}")
-    job.script = _unquoted(out.launch_path.replace(ls.TASK_TOKEN, TASK))
+    out = ls.render(rep, spec, task=f"{POINTS}/{TASK_TOKEN}")
+    job.script = _unquoted(out.launch_path.replace(TASK_TOKEN, TASK))
     return setup.replace(spec.lines, "\n".join(x for x in out.lines if x))
 
 
