@@ -31,3 +31,22 @@ def did_you_mean(word: str, candidates: Iterable[str], *, listing: bool = False)
         if pool:
             parts.append("valid: " + ", ".join(pool))
     return "; ".join(parts) if parts else None
+
+
+def one_edit_away(word: str, candidates: Iterable[str]) -> str | None:
+    """The first candidate ``word`` is at most one edit from (a letter changed, added or
+    dropped, or two neighbours swapped), or None: a stricter test than :func:`closest`,
+    for a typo among few short names (``rnage`` -> ``range``)."""
+    for known in candidates:
+        if word == known:
+            return known
+        if len(word) == len(known):
+            diff = [i for i in range(len(word)) if word[i] != known[i]]
+            if len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and word[diff[0]] == known[diff[1]] and word[diff[1]] == known[diff[0]]):
+                return known
+        elif abs(len(word) - len(known)) == 1:
+            short, long = sorted((word, known), key=len)
+            if any(long[:i] + long[i + 1:] == short for i in range(len(long))):
+                return known
+    return None

@@ -74,6 +74,18 @@ def _sweep_json(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _recipe(tmp_path: Path, name: str, run: str, body: str) -> Path:
+    """A direct-launch recipe script ``name`` (its ``[tool.runspec.run]`` lines ``run``)
+    with a config dir holding ``default.yaml`` (``x: 0``)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(f'# /// script\n# [tool.runspec]\n# name = "e2e/{name}"\n# [tool.runspec.run]\n'
+                      f'# launch = "direct"\n{run}# [tool.runspec.resources]\n# gpus_per_node = 0\n# ///\n'
+                      + body)
+    (tmp_path / "config").mkdir(exist_ok=True)
+    (tmp_path / "config" / "default.yaml").write_text("x: 0\n")
+    return script
+
+
 def _tiny_data(env: dict[str, str], cwd: Path) -> None:
     prep = _nemotron(env, cwd, "nano3", "data", "prep", "pretrain", "-c", "tiny")  # here, in seconds
     assert prep.returncode == 0, prep.stderr[-2000:]
@@ -108,7 +120,7 @@ def test_tiny_pretrain_sweep_is_one_array_a_failed_point_reruns_alone_and_jobs_s
     logs = _nemotron(env, tmp_path, "jobs", "logs", f"{sweep}:2")
     assert logs.returncode == 0 and "final loss" in logs.stdout
     followed = _nemotron(env, tmp_path, "jobs", "logs", "-f", f"{array}_3")  # Slurm's name for the task
-    assert followed.returncode == 1 and "FAILED (exit code 1)" in followed.stderr
+    assert followed.returncode == 1 and "FAILED (exit code 1" in followed.stderr
 
     from nemo_runspec.artifacts.registry import ArtifactRegistry
 
@@ -201,3 +213,84 @@ def test_a_sweep_inside_the_container_image(tmp_path, slurm_cluster, container_i
     assert "--container-image" in script and "#SBATCH --array=0-1" in script
     for i in (0, 1):
         assert "final loss" in Path(array["logs"][str(i)]).read_text()
+
+
+def test_status_reads_every_points_loss_over_one_ssh_connection(tmp_path, ssh_target, monkeypatch):
+    """`jobs status SWEEP` on a cluster reached over SSH: the last loss of each point's log
+    through one connection (grep there), not one connection per point, whatever the logs' size."""
+    from nemo_runspec.slurm import jobs as sj
+    from nemo_runspec.slurm.ledger import Submission
+    from nemo_runspec.sweep.record import ArrayRecord, SweepRecord
+    from nemotron.cli.commands import jobs_sweeps
+
+    logs = {}
+    for i in range(6):
+        path = tmp_path / f"point{i}.log"
+        noise = "".join(f"step {s} | lm loss: {s / 1000 + i:.4E} | loss scale: 65536.0\n" for s in range(2000))
+        path.write_text(noise + "x" * 300_000 + f"\nfinal loss {i}.25\n" + "teardown\n" * 50)
+        logs[str(i)] = str(path)
+    logs.pop("5")  # point 5 has no log yet
+    sub = Submission(job_id="900", name="s", job_dir=str(tmp_path), tunnel="ssh",
+                     ssh={"host": ssh_target.host, "user": ssh_target.user, "port": ssh_target.port,
+                          "identity": str(ssh_target.identity)})
+    rec = SweepRecord(id="t-sweep-1", created="", recipe="t", profile=None, env_file=None,
+                      points=[{"index": i, "values": {}} for i in range(6)],
+                      arrays=[ArrayRecord(job_id="900", indices=list(range(6)), job_dir=str(tmp_path),
+                                          submitted_at="", submission=sub.to_json(), logs=logs)])
+    opened = []
+    real = sj.remote_for
+    monkeypatch.setattr(sj, "remote_for", lambda s: opened.append(s.job_id) or real(s))
+    assert jobs_sweeps.losses(rec, list(range(6))) == {0: "0.25", 1: "1.25", 2: "2.25", 3: "3.25", 4: "4.25", 5: "-"}
+    assert len(opened) == 1
+
+
+def test_a_run_cmd_recipe_sweeps_on_the_cluster(tmp_path, slurm_cluster):
+    """run.setup/run.cmd in an array: each task writes and runs its own launch script, which
+    sources the setup and reads its own point's config and dir."""
+    env = cli_env(tmp_path, slurm_cluster)
+    script = _recipe(tmp_path, "cmdsweep",
+                     '# cmd = "python {script} --config {config} --out {job_dir}/out.txt"\n'
+                     '# setup = "export GREETING=hello-from-setup"\n',
+                     'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                     'out = sys.argv[sys.argv.index("--out") + 1]\n'
+                     'open(out, "w").write(os.environ["GREETING"] + " " + cfg.split("x: ")[1].split()[0] + "\\n")\n')
+    log = _wrapped(tmp_path, env)
+    proc = _nemotron(env, tmp_path, "run", str(script), "-m", "x=11,22", "--run", "cluster", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert len(_calls(log, "sbatch")) == 1
+    record = json.loads(next((tmp_path / "home" / "sweeps").glob("*.json")).read_text())
+    job_dir = Path(record["arrays"][0]["job_dir"])
+    assert (job_dir / "points" / "0" / "out.txt").read_text() == "hello-from-setup 11\n"
+    assert (job_dir / "points" / "1" / "out.txt").read_text() == "hello-from-setup 22\n"
+    assert not (job_dir / "runspec_launch.sh").exists()
+
+
+def test_resilience_requeues_only_the_failed_point(tmp_path, slurm_cluster):
+    """[resilience] in a sweep: the point whose first attempt fails is requeued on its own
+    (as ARRAY_TASK: the array's own id would requeue every task) and completes; the other
+    point runs once; each keeps its attempt records in its own dir."""
+    env = cli_env(tmp_path, slurm_cluster, "resilience = { max_restarts = 1, signal_before = 60 }\n")
+    script = _recipe(tmp_path, "flaky", "",
+                     'import os, sys\ncfg = open(sys.argv[sys.argv.index("--config") + 1]).read()\n'
+                     'x = int(cfg.split("x: ")[1].split()[0])\nattempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))\n'
+                     'print(f"x={x} attempt={attempt}", flush=True)\n'
+                     'sys.exit(1 if x == 2 and attempt == 0 else 0)\n')
+    out = _sweep_json(_nemotron(env, tmp_path, "run", str(script), "-m", "x=1,2", "--batch", "cluster"))
+    array, job_dir = out["arrays"][0]["job_id"], Path(out["arrays"][0]["job_dir"])
+    tasks = _wait(array, [0, 1], timeout=300)
+    assert {i: s for i, (s, _) in tasks.items()} == {0: "COMPLETED", 1: "COMPLETED"}
+    restarts = subprocess.run(["sacct", "-n", "-P", "-X", "-D", "-j", array, "-o", "JobID,State"],
+                              capture_output=True, text=True).stdout.split()
+    assert sum(line.startswith(f"{array}_0|") for line in restarts) == 1  # point 0: one attempt
+    assert f"{array}_1|REQUEUED" in restarts or f"{array}_1|FAILED" in restarts
+    zero = (job_dir / "points" / "0" / "resilience" / "attempts.jsonl").read_text().splitlines()
+    one = [json.loads(line) for line in (job_dir / "points" / "1" / "resilience" / "attempts.jsonl").read_text()
+           .splitlines()]
+    assert [json.loads(line)["attempt"] for line in zero if '"start"' in line] == [0]
+    assert {r["job_id"] for r in one} == {f"{array}_1"}
+    assert [r["attempt"] for r in one if r["event"] == "start"] == [0, 1]
+    assert not (job_dir / "resilience").exists()  # nothing shared
+    status = json.loads(_nemotron(env, tmp_path, "jobs", "status", f"{out['sweep_id']}:1", "--json").stdout)
+    assert [a["number"] for a in status["points"][0]["attempts"]] == [0, 1]
+    table = _nemotron(env, tmp_path, "jobs", "status", out["sweep_id"]).stdout
+    assert "ATTEMPTS" in table and "2: failed" in table.splitlines()[-1], table

@@ -43,8 +43,9 @@ def dry_run_sections(
     """The redacted content of a dry run, as plain data.
 
     Keys: ``header`` (recipe, script, mode, profile, env_file, config, overrides,
-    passthrough, container: what a Slurm job runs in, or None), ``env`` (list of ``(key, value, source)``), ``job_yaml``,
-    ``train_yaml``.
+    passthrough, container: what a Slurm job runs in, or None), ``env`` (list of
+    ``(key, value, source)``), ``scale`` (the scale matrix's cell and the config keys
+    it set, ``(key, value, source)``, as :func:`scale_rows`), ``job_yaml``, ``train_yaml``.
     """
     from nemo_runspec.config.job_config import not_secret_values
     from nemo_runspec.execution.settings import container_choice
@@ -81,9 +82,26 @@ def dry_run_sections(
     return {
         "header": header,
         "env": rows,
+        "scale": scale_rows(run.get("scale")),
         "job_yaml": redact_text(to_yaml(job_r), extra, allow=allow),
         "train_yaml": redact_text(to_yaml(train_r), extra, allow=allow),
     }
+
+
+def scale_rows(scale: Any) -> list[tuple[str, str, str]]:
+    """``run.scale`` of a job config as ``(key, value, source)`` rows, like ``run.env``'s:
+    the cell first, then each config key the matrix set (empty without a matrix)."""
+    if not isinstance(scale, Mapping):
+        return []
+    source = str(scale.get("from") or "scale matrix")
+    cell = scale.get("cell")
+    if not isinstance(cell, Mapping):
+        return [("(cell)", "none: outside the matrix, --allow-untested-scale", source)]
+    note = f"{source}; {scale['note']}" if scale.get("note") else source
+    shown = f"{cell.get('gpu_type')} x {cell.get('nodes')} node(s) {cell.get('precision')}"
+    overrides = scale.get("overrides") or {}
+    return [("(cell)", shown, note), *((str(k), str(v).lower() if isinstance(v, bool) else _short(v), source)
+                                       for k, v in overrides.items())]
 
 
 def _short(value: Any) -> str:
@@ -147,6 +165,13 @@ def display_dry_run(
     if not data["env"]:
         env_table.add_row("-", "-", "-")
     out.print(env_table)
+    if data["scale"]:
+        scale_table = Table(title="config keys from the scale matrix", title_justify="left", expand=False)
+        for name, style in (("key", "bold"), ("value", None), ("source", "dim")):
+            scale_table.add_column(name, style=style, overflow="fold")
+        for key, value, source in data["scale"]:
+            scale_table.add_row(Text(key), Text(value), Text(source))
+        out.print(scale_table)
 
     # soft_wrap: long values stay on one line, so the YAML can be copied as is.
     out.print("[bold]Job config[/bold] (job.yaml)")

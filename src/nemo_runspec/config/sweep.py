@@ -7,8 +7,8 @@ is four runs: the product of the swept values, the first override varying slowes
 applies (:mod:`nemo_runspec.config.overrides`); nothing else knows about sweeps.
 
 Without ``-m``, :func:`refuse_unmarked_sweeps` makes ``train.train_iters=10,20``
-a one-line error suggesting ``-m`` when the key holds a number or a bool (for a
-text key, ``name=a,b`` stays the text ``a,b``, as before).
+a one-line error suggesting ``-m`` when the key holds a number, a bool, a list or a
+mapping (for a text key, ``name=a,b`` stays the text ``a,b``, as before).
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def expand(overrides: Sequence[str], *, config: str | None = None,
 
 def refuse_unmarked_sweeps(data: Callable[[], Any], overrides: Sequence[str]) -> None:
     """Without ``-m``: a sweep-shaped value (``10,20``, ``range(...)``) for a key whose
-    current value is a number or a bool is a one-line error suggesting ``-m``.
+    current value is a number, a bool, a list or a mapping is a one-line error suggesting ``-m``
+    (``x=[1,2],[3]`` would otherwise put the text ``[1,2],[3]`` in a list key).
 
     ``data`` returns the config the overrides apply to, as plain data (called only
     when a value is sweep-shaped). Text keys are left alone: ``name=a,b`` is the
@@ -146,10 +147,12 @@ def refuse_unmarked_sweeps(data: Callable[[], Any], overrides: Sequence[str]) ->
         if not plain:
             plain.append(data())
         current = _lookup(plain[0], key)
-        if isinstance(current, (bool, int, float)):
-            kind = "bool" if isinstance(current, bool) else "number"
+        kind = ("bool" if isinstance(current, bool) else "number" if isinstance(current, (int, float))
+                else "list" if isinstance(current, list) else "mapping" if isinstance(current, Mapping) else None)
+        if kind is not None:
+            now = f"now {current!r}" if kind in ("bool", "number") else f"a {kind} now"
             raise ConfigError(
-                f"override {raw!r} gives the {kind} {key} (now {current!r}) several values",
+                f"override {raw!r} gives the {kind} {key} ({now}) several values",
                 key=key, hint=f"add -m/--multirun to run one job per value, or give one value: {key}="
                               f"{_first(value)}")
 

@@ -103,3 +103,27 @@ def heredoc(path: str, text: str) -> str:
     while tag in text.splitlines():
         tag += "_"
     return f"cat > {shlex.quote(path)} <<'{tag}'\n{text}{tag}"
+
+
+#: Stands for the array task's index in the scripts of an array task until the batch
+#: shell writes them (letters only: it needs no quoting, so quoting stays as rendered).
+TASK_TOKEN = "NEMOTRONARRAYTASKINDEX"
+
+
+def heredoc_to(path: str, text: str, *, fill_task: bool = False) -> str:
+    """Batch-script lines that write ``text`` to ``path`` verbatim; a :data:`TASK_TOKEN` in
+    ``path`` is the array task's index (and, with ``fill_task``, in ``text`` too, through ``sed``)."""
+    written = heredoc(path, text)
+    if TASK_TOKEN not in path:
+        return written
+    head, _, body = written.partition("\n")  # cat > 'PATH' <<'TAG'
+    tag = head.rpartition(" <<")[2]
+    command = f'sed "s/{TASK_TOKEN}/$SLURM_ARRAY_TASK_ID/g"' if fill_task else "cat"
+    return f"{command} > {task_word(path)} <<{tag}\n{body}"
+
+
+def task_word(path: str) -> str:
+    """``path`` as one shell word, quoted, with :data:`TASK_TOKEN` expanding to the task's index."""
+    if TASK_TOKEN not in path:
+        return shlex.quote(path)
+    return '"${SLURM_ARRAY_TASK_ID}"'.join(shlex.quote(part) if part else "" for part in path.split(TASK_TOKEN))

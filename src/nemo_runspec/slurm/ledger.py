@@ -405,6 +405,19 @@ def _describe(sub: Submission) -> str:
     return f"{sub.job_id} ({what}, {when}{where})"
 
 
+def with_pipe_stages(subs: list[Submission], pipes: list[Pipe]) -> list[Submission]:
+    """The ledger's jobs, then the pipe stages it lacks (in pipe and stage order)."""
+    known = list(subs)
+    seen = {(s.job_id, s.job_dir) for s in subs}
+    for pipe in pipes:
+        for stage in pipe.stages:
+            sub = pipe.stage_submission(stage, subs)
+            if sub is not None and (sub.job_id, sub.job_dir) not in seen:
+                known.append(sub)
+                seen.add((sub.job_id, sub.job_dir))
+    return known
+
+
 def find(ref: str, *, submissions: list[Submission] | None = None,
          pipes: list[Pipe] | None = None) -> Submission | Pipe:
     """The job or pipe ``ref`` names: a pipe id, a Slurm job id, an experiment id, or a
@@ -423,14 +436,7 @@ def find(ref: str, *, submissions: list[Submission] | None = None,
     for pipe in pipes:
         if pipe.id == ref:
             return pipe
-    known = list(subs)
-    seen = {(s.job_id, s.job_dir) for s in subs}
-    for pipe in pipes:
-        for stage in pipe.stages:
-            sub = pipe.stage_submission(stage, subs)
-            if sub is not None and (sub.job_id, sub.job_dir) not in seen:
-                known.append(sub)
-                seen.add((sub.job_id, sub.job_dir))
+    known = with_pipe_stages(subs, pipes)
     newest = sorted(known, key=lambda s: s.submitted_at, reverse=True)
     for matches in (
         [s for s in newest if s.job_id == ref],

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +77,9 @@ class PreparedJob:
     """The env.toml that profile came from (``nemotron jobs`` reads it again)."""
     git_mounts: list[Any] = field(default_factory=list)
     """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.git_mounts)."""
+    launch_script: Any = None
+    """How the job starts through the runspec's launch script, when it does
+    (:class:`nemo_runspec.slurm.launch_script.LaunchScript`; a sweep's array renders it per task)."""
     git_dir: str | None = None
     """Where they are cloned on the cluster (``[cache] git_dir``, else ``<job root>/git-cache``)."""
     compiled: Any = None
@@ -277,7 +279,10 @@ def prepare_job(
         _plan_git_mounts(prepared, job, bare_metal=bare_metal)
     nsys = _nsys_settings(values, prepared)
     if uses_launch_script(runspec) or nsys is not None:
-        _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys)
+        from nemo_runspec.slurm.launch_script import use_launch_script
+
+        use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys,
+                          train_yaml=TRAIN_YAML, rdzv_id=rendezvous_id(prepared))
     if values.get("executor") == "slurm":
         from nemo_runspec.slurm import resilience
 
@@ -302,67 +307,6 @@ def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> Any:
         raise ConfigError("run.profile.nsys profiles torchrun and direct recipes; this one launches Ray",
                           key="profiling.nsys", hint="profile the Ray workers from the recipe itself")
     return settings
-
-
-def _use_launch_script(prepared: PreparedJob, runspec: Any, script_args: Sequence[str], *,
-                       bare_metal: bool, nsys: Any = None) -> None:
-    """Start the job through the runspec's launch script (``setup``, ``run.cmd``).
-
-    The setup lines of the batch script write ``runspec_setup.sh`` and
-    ``runspec_launch.sh`` into the job dir (so the dry run shows them, byte for
-    byte); the task becomes ``bash <job dir>/runspec_launch.sh``: once per Slurm
-    task for ``direct``, once per node for ``torchrun`` (the script execs
-    torchrun, whose workers run ``run.cmd``), the driver for ``ray``, whose
-    nodes also source the setup before their raylet starts. Paths in the
-    scripts are as the job sees them: ``/nemo_run`` in a container, the job dir
-    itself on bare metal (as nemo-run rewrites them).
-    """
-    from nemo_runspec.execution import runspec_cmd as rc
-    from nemo_runspec.execution.ray import pre_start_setup_lines
-
-    executor = prepared.executor
-    seen = "/nemo_run"
-
-    def visible(path: str) -> str:
-        return prepared.job_dir + path[len(seen):] if bare_metal and path.startswith(seen) else path
-
-    script = prepared.script if os.path.isabs(prepared.script) else f"{seen}/code/{prepared.script}"
-    values = {"script": visible(script), "config": visible(TRAIN_YAML), "args": list(script_args),
-              "job_dir": visible(seen)}
-    if prepared.launch == "torchrun":
-        command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
-                                    nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
-                                    rdzv_id=rendezvous_id(prepared))
-    else:
-        python_args = [visible(a) for a in prepared.args]
-        if getattr(runspec.run, "cmd", None):
-            command = rc.script_command(runspec, python="python", **values)
-        else:  # setup only: the command nemo-run would have run
-            command = shlex.join(["python", values["script"], *python_args])
-    lines = []
-    if prepared.launch == "torchrun":  # the rendezvous address, for srun's tasks
-        lines.append(f'export {rc.HEAD_NODE_ENV}="${rc.HEAD_NODE_IP}"')
-    setup_path = None
-    setup = runspec.run.setup_script  # run.setup; the top-level setup only describes the image
-    if setup:
-        setup_path = visible(f"{seen}/{rc.SETUP_FILE}")
-        lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.SETUP_FILE), rc.setup_text(setup)))
-    launch_path = visible(f"{seen}/{rc.LAUNCH_FILE}")
-    before: list[str] = []
-    if nsys is not None:  # run.profile.nsys (nemo_runspec.slurm.profiling)
-        from nemo_runspec.slurm import profiling
-
-        out_dir = profiling.output_dir(nsys, visible(seen))
-        before, command = profiling.guard_lines(out_dir), profiling.wrap(command, nsys, out_dir)
-        executor.env_vars = {**executor.env_vars, **profiling.env_vars(nsys)}
-    lines.append(rc.heredoc(os.path.join(prepared.job_dir, rc.LAUNCH_FILE),
-                            rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir,
-                                           before=before)))
-    if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
-        lines.append(pre_start_setup_lines([f"set +u; . {shlex.quote(setup_path)}; set -u"]))
-    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", *lines) if x)
-    executor.launcher = None  # direct: the launch script starts torchrun itself
-    prepared.script, prepared.args, prepared.entrypoint = launch_path, [], "bash"
 
 
 def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> None:

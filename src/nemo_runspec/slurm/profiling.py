@@ -2,7 +2,7 @@
 
 With ``[PROFILE.profiling] nsys = true`` (or ``run.profile.nsys=true`` on the command
 line) the job starts through its launch script (``runspec_launch.sh``, as a
-runspec with ``setup``/``run.cmd`` does: :func:`nemo_runspec.slurm.prepared._use_launch_script`)
+runspec with ``setup``/``run.cmd`` does: :mod:`nemo_runspec.slurm.launch_script`)
 and that script runs, on every node and inside the job's container::
 
     command -v nsys >/dev/null 2>&1 || { echo 'error: ...' >&2; exit 2; }

@@ -25,7 +25,6 @@ docs/resilience.md describes every fault and what a user sees.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,21 +76,42 @@ def apply(executor: Any, settings: Resilience, *, job_dir: str, values: Mapping[
           bare_metal: bool) -> None:
     """Add the signal, the setup lines and the env vars of ``settings`` to a Slurm ``executor``
     (of the job in ``job_dir``, with merged execution settings ``values``; ``ray``: a Ray job)."""
-    host_dir = os.path.join(job_dir, DIR_NAME)
     executor.signal = settings.signal_option
     executor.retries = 0  # the helper requeues; nemo-run's TORCHX_MAX_RETRIES requeue stays off
-    seen = host_dir if bare_metal else f"/nemo_run/{DIR_NAME}"
-    from nemo_runspec.execution.executor import shell_value
-
-    extra = {ENV_DIR: shell_value(seen)}
     from nemo_runspec.env.model import time_limit_seconds
 
+    extra = {ENV_DIR: _env_dir(job_dir, bare_metal)}
     limit = time_limit_seconds(str(values.get("time") or "")) if values.get("time") else None
     if limit is not None:  # for the native backends' own exit timers (docs/resilience.md)
         extra[ENV_EXIT_AFTER] = str(max(0, limit - settings.signal_before))
     executor.env_vars = {**(executor.env_vars or {}), **extra}
-    lines = setup_lines(host_dir, settings, ray=ray)
+    lines = setup_lines(os.path.join(job_dir, DIR_NAME), settings, ray=ray)
     executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", lines) if x)
+
+
+def _env_dir(job_dir: str, bare_metal: bool, task: str | None = None) -> str:
+    """``NEMOTRON_RESILIENCE_DIR``'s value (a ``${...}`` in it expands in the batch shell)."""
+    from nemo_runspec.execution.executor import shell_value
+    from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
+
+    here = os.path.join(job_dir, task) if task else job_dir
+    seen = os.path.join(here, DIR_NAME) if bare_metal else "/".join(x for x in ("/nemo_run", task, DIR_NAME) if x)
+    return shell_value(seen.replace(TASK_TOKEN, "${SLURM_ARRAY_TASK_ID}"))
+
+
+def per_array_task(executor: Any, settings: Resilience, *, job_dir: str, ray: bool, bare_metal: bool,
+                   setup: str, task: str) -> str:
+    """For a sweep's array (:mod:`nemo_runspec.sweep.array`): ``setup`` (the batch script's setup
+    lines of ``executor``, to which :func:`apply` added its lines) with each task's own dir,
+    ``<job dir>/<task>/resilience`` (``task`` holds :data:`~nemo_runspec.execution.runspec_cmd.TASK_TOKEN`): its records,
+    heartbeats and helper, never shared; the helper requeues only its own task."""
+    single = setup_lines(os.path.join(job_dir, DIR_NAME), settings, ray=ray)
+    if single not in setup:
+        from nemo_runspec.errors import ExecutionError
+
+        raise ExecutionError("cannot find the job's resilience lines", hint="this is a bug; please report it")
+    executor.env_vars = {**executor.env_vars, ENV_DIR: _env_dir(job_dir, bare_metal, task)}
+    return setup.replace(single, setup_lines(os.path.join(job_dir, task, DIR_NAME), settings, ray=ray))
 
 
 def script_text() -> str:
@@ -105,10 +125,10 @@ def setup_lines(host_dir: str, settings: Resilience, *, ray: bool = False) -> st
     """The batch-script lines: write and source the helper, record the attempt, trap the
     signals, route ``srun`` through the helper. ``ray``: not ``srun`` itself, which also
     starts the raylets; the Ray template sends only its driver's through the helper."""
-    from nemo_runspec.execution.runspec_cmd import heredoc
+    from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
 
-    d = shlex.quote(host_dir)
-    script = shlex.quote(os.path.join(host_dir, SCRIPT_NAME))
+    d = task_word(host_dir)
+    script = task_word(os.path.join(host_dir, SCRIPT_NAME))
     assigns = (f"NR_DIR={d} NR_MAX_RESTARTS={settings.max_restarts} "
                f"NR_STALL_TIMEOUT={settings.stall_timeout or 0} NR_STARTUP_TIMEOUT={settings.startup_timeout} "
                f"NR_MAX_EXCLUDED={settings.max_excluded_nodes}")
@@ -118,7 +138,7 @@ def setup_lines(host_dir: str, settings: Resilience, *, ray: bool = False) -> st
         + (f"watchdog: stall_timeout {settings.stall_timeout} s" if settings.stall_timeout else "no watchdog")
         + ("; the Ray driver's srun goes through the helper" if ray else ""),
         f"mkdir -p {d}",
-        heredoc(os.path.join(host_dir, SCRIPT_NAME), script_text()),
+        heredoc_to(os.path.join(host_dir, SCRIPT_NAME), script_text()),
         assigns,
         f". {script}",
         "nemotron_attempt_begin",

@@ -15,7 +15,14 @@ recipe command would have submitted) becomes an array job (:class:`ArrayJob`):
   ``NEMOTRON_SWEEP_ID``/``_INDEX``/``_VALUES`` (what an artifact it publishes
   records: :mod:`nemo_runspec.artifacts.registry`);
 - a Ray job's cluster files and logs go to a dir of their own per task
-  (``templates/ray_slurm.sub.j2``), since array tasks may run at once.
+  (``templates/ray_slurm.sub.j2``), since array tasks may run at once;
+- a recipe with ``run.setup``/``run.cmd`` (or ``run.profile.nsys``) starts through a
+  launch script each task writes into its point's dir, reading that point's config
+  (:mod:`nemo_runspec.slurm.launch_script`);
+- with ``[resilience]`` every task keeps its attempt records, heartbeats and helper in
+  ``points/<N>/resilience/`` and requeues only itself (``ARRAY_TASK``, never the
+  array's id, which Slurm reads as every task); nemo-run's own ``retries`` would requeue
+  by ``$SLURM_JOB_ID`` and is refused.
 
 The code is packaged once, for all points. Everything is rendered by nemo-run as
 for a single job, so :func:`~nemo_runspec.slurm.render_sbatch` of the array job
@@ -139,18 +146,12 @@ def _details_class() -> type:
 
 
 def refuse_unsupported(rep: PreparedJob) -> None:
-    """What a sweep cannot run as one array (yet): one line saying so."""
-    if rep.entrypoint == "bash" and rep.script.endswith("runspec_launch.sh"):
-        raise ConfigError(
-            f"{rep.recipe or rep.name}: a sweep on Slurm cannot run a recipe with run.setup/run.cmd yet "
-            "(its launch script is written into the job dir shared by every array task)",
-            key="run.cmd", hint="sweep it locally, or submit the points one by one without -m")
-    from nemo_runspec.slurm import resilience
-
-    if resilience.settings_of(rep.values) is not None:
-        raise ConfigError("a sweep on Slurm cannot use the profile's [resilience] settings yet "
-                          "(its attempt records live in the job dir every array task shares)",
-                          key="resilience", hint="drop them for the sweep (run.env.max_restarts=0 ...)")
+    """What a sweep cannot run as one array: one line saying so."""
+    if int(rep.values.get("retries") or 0) > 0:
+        raise ConfigError("a sweep on Slurm cannot use the profile's retries: nemo-run requeues with "
+                          "scontrol requeue $SLURM_JOB_ID, which for one task of an array is the whole array",
+                          key="retries", hint="use [resilience] (max_restarts = N), which requeues each point "
+                                              "on its own, or run.env.retries=0")
 
 
 def _seen(rep: PreparedJob, path: str) -> str:
@@ -186,7 +187,7 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     config = _unquoted(f"{seen_points}/{TASK}/train.yaml")
     job.args = [config if a == TRAIN_YAML or a == _seen(rep, os.path.join(rep.job_dir, "train.yaml")) else a
                 for a in rep.args]
-    if config not in job.args:
+    if rep.launch_script is None and config not in job.args:
         raise ConfigError(f"{rep.name}: the job does not read --config {TRAIN_YAML}; a sweep cannot give "
                           "each point its config", hint="sweep it locally")
     executor.additional_parameters = {**(executor.additional_parameters or {}), "array": job.array}
@@ -197,6 +198,17 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
              f'export NEMOTRON_SWEEP_INDEX="{TASK}"',
              f'export NEMOTRON_SWEEP_VALUES="$(cat "{points_dir}/{TASK}/point.json")"']
     setup = executor.setup_lines or ""
+    if rep.launch_script is not None:  # run.setup/run.cmd/nsys: each task its own scripts, config, dir
+        setup = _launch_per_task(job, rep, setup)
+    from nemo_runspec.slurm import resilience
+
+    settings = resilience.settings_of(rep.values)
+    if settings is not None:  # each task its own records, heartbeats and requeues
+        from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
+
+        setup = resilience.per_array_task(executor, settings, job_dir=rep.job_dir, ray=rep.is_ray,
+                                          bare_metal=not rep.executor.container_image, setup=setup,
+                                          task=f"{POINTS}/{TASK_TOKEN}")
     if rep.secrets and rep.secret_path:
         from nemo_runspec.execution.secret_file import SECRET_FILE_NAME, source_snippet
 
@@ -208,6 +220,22 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
         setup = setup.replace(old, source_snippet(f"{points_dir}/<task>/{SECRET_FILE_NAME}", shell_word=word))
     executor.setup_lines = "\n".join(x for x in (setup, *lines) if x)
     return job
+
+
+def _launch_per_task(job: ArrayJob, rep: PreparedJob, setup: str) -> str:
+    """``setup`` with the lines writing the representative's launch script replaced by
+    lines writing each task's own (:mod:`nemo_runspec.slurm.launch_script`), which reads
+    its point's config; the task runs that script."""
+    from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
+    from nemo_runspec.slurm import launch_script as ls
+
+    spec = rep.launch_script
+    if spec.lines not in setup:
+        raise ConfigError(f"{rep.name}: cannot find the lines that write its launch script",
+                          hint="this is a bug; please report it")
+    out = ls.render(rep, spec, task=f"{POINTS}/{TASK_TOKEN}")
+    job.script = _unquoted(out.launch_path.replace(TASK_TOKEN, TASK))
+    return setup.replace(spec.lines, "\n".join(x for x in out.lines if x))
 
 
 def _unquoted(text: str) -> str:

@@ -3,6 +3,10 @@
 # NR_MAX_EXCLUDED. Records go to $NR_DIR/attempts.jsonl, one JSON object a line.
 # The functions work under the caller's `set -euo pipefail` (the Ray template's) and `set -x`.
 NR_ATTEMPT=${SLURM_RESTART_COUNT:-0}
+# The job as Slurm's commands should name it. An array task (a sweep's point) is ARRAY_TASK:
+# its SLURM_JOB_ID may be the array's own id, which scontrol and squeue read as every task.
+NR_JOB=${SLURM_ARRAY_TASK_ID:+${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}}
+NR_JOB=${NR_JOB:-$SLURM_JOB_ID}
 NR_HB="$NR_DIR/heartbeat/a$NR_ATTEMPT"
 NR_FREE_MOVES=3  # moves off an excluded node that do not count as restarts (then they do)
 
@@ -13,7 +17,7 @@ _nr_str() {  # a JSON string (our values are node names, numbers and our own wor
 }
 
 _nr_record() {  # _nr_record EVENT key json-value ...: one line of attempts.jsonl
-  local line="{\"event\": \"$1\", \"attempt\": $NR_ATTEMPT, \"job_id\": $(_nr_str "$SLURM_JOB_ID")"
+  local line="{\"event\": \"$1\", \"attempt\": $NR_ATTEMPT, \"job_id\": $(_nr_str "$NR_JOB")"
   shift
   while [ $# -ge 2 ]; do line+=", \"$1\": $2"; shift 2; done
   printf '%s, "t": %s}\n' "$line" "$(date +%s.%N)" >> "$NR_DIR/attempts.jsonl"
@@ -44,7 +48,7 @@ _nr_row() {  # $1: an attempt. "STATE|NODES" of its accounting row (one row per 
   # slurmdbd has it a moment after Slurm ended the attempt; wait briefly (all of this runs
   # within Slurm's KillWait after its TERM)
   for tries in 1 2 3 4 5 6; do
-    line=$(sacct -n -P -D -X -j "$SLURM_JOB_ID" -o State,NodeList 2>/dev/null | sed -n "$(($1 + 1))p")
+    line=$(sacct -n -P -D -X -j "$NR_JOB" -o State,NodeList 2>/dev/null | sed -n "$(($1 + 1))p")
     case "${line%%|*}" in ""|RUNNING*|PENDING*) sleep 0.25 ;; *) break ;; esac
   done
   echo "$line"
@@ -70,18 +74,18 @@ _nr_requeue() {  # $1: true when Slurm requeued the job itself. Requeue it, away
   # too (a killed `seq` or `paste` once left the exclusion unset): so what the loop needs
   # is read before, and after the requeue only builtins and retried commands run.
   excluded=$(_nr_excluded)
-  $1 || scontrol requeue "$SLURM_JOB_ID"
+  $1 || scontrol requeue "$NR_JOB"
   # Slurm takes updates of a job only once the requeue has made it pending again, a
   # moment after `scontrol requeue` returns: try for up to 10 s, or the next attempt
   # could land on the node just excluded (nemotron_attempt_begin moves it if it does).
   if [ -n "$excluded" ]; then
     for ((tries = 0; tries < 40; tries++)); do
-      scontrol update jobid="$SLURM_JOB_ID" ExcNodeList="$excluded" 2>/dev/null && break
+      scontrol update jobid="$NR_JOB" ExcNodeList="$excluded" 2>/dev/null && break
       sleep 0.25
     done
   fi
-  scontrol update jobid="$SLURM_JOB_ID" StartTime=now 2>/dev/null || true
-  echo "nemotron: requeued job $SLURM_JOB_ID for attempt $((NR_ATTEMPT + 1)) (excluding: ${excluded:-none})"
+  scontrol update jobid="$NR_JOB" StartTime=now 2>/dev/null || true
+  echo "nemotron: requeued job $NR_JOB for attempt $((NR_ATTEMPT + 1)) (excluding: ${excluded:-none})"
 }
 
 _nr_used() {  # restarts used: attempts so far, less the moves off an excluded node (up to NR_FREE_MOVES)
@@ -92,12 +96,12 @@ _nr_used() {  # restarts used: attempts so far, less the moves off an excluded n
 }
 
 _nr_restarts() {  # how often Slurm has requeued this job (scontrol's Restarts=)
-  scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Restarts=//p'
+  scontrol show job -o "$NR_JOB" 2>/dev/null | tr ' ' '\n' | sed -n 's/^Restarts=//p'
 }
 
 _nr_summary() {  # every attempt and how it ended, readable, to stderr and $NR_DIR/summary.txt
   {
-    echo "nemotron: job $SLURM_JOB_ID gave up after $((NR_ATTEMPT + 1)) attempt(s) ($1):"
+    echo "nemotron: job $NR_JOB gave up after $((NR_ATTEMPT + 1)) attempt(s) ($1):"
     sed -n 's/.*"event": "end", "attempt": \([0-9]*\),.*"reason": "\([^"]*\)".*/  attempt \1: \2/p' \
       "$NR_DIR/attempts.jsonl"
   } | tee "$NR_DIR/summary.txt" >&2
@@ -186,7 +190,7 @@ nemotron_watchdog() {  # $1: the training step's srun pid. Ends the step when a 
     echo "$worst $now" > "$NR_DIR/stall-a$NR_ATTEMPT"
     set -- $worst
     echo "nemotron watchdog: rank $2 on $3 stalled (last heartbeat: step $1, $5; none for $4 s > $6 s); ending the attempt" >&2
-    scancel --signal=KILL "$(squeue -h -s -j "$SLURM_JOB_ID" -o %i | grep -E '\.[0-9]+$' | sort -t. -k2 -n | tail -n 1)" 2>/dev/null \
+    scancel --signal=KILL "$(squeue -h -s -j "$NR_JOB" -o %i | grep -E '\.[0-9]+$' | sort -t. -k2 -n | tail -n 1)" 2>/dev/null \
       || kill -KILL "$pid"
     return
   done

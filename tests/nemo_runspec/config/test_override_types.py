@@ -74,7 +74,7 @@ def test_the_command_line_refuses_before_anything_runs(tmp_path):
     # (a sweep-shaped value on a number is refused first by the sweep rule, suggesting -m;
     # it crashed with a NameError from the command line while the function tests passed)
     for override, says in (("train.train_iters=ten", "train.train_iters expects an int, got the string 'ten'"),
-                           ("train.train_iters=10,20", "gives the number train.train_iters (now 20) several values"),
+                           ("train.train_iters=10,20", "several values (add -m/--multirun to run one job per value"),
                            ("fallback.lr=fast", "fallback.lr expects a float, got the string 'fast'"),
                            ("train.train_iters==5", "the value starts with '='")):
         proc = subprocess.run([str(NEMOTRON), "nano3", "pretrain", "-c", "tiny", override], env=env, cwd=tmp_path,

@@ -137,6 +137,14 @@ def test_null_sets_none(cfg) -> None:
         ("2024-01-01", "2024-01-01"),
         ("${art:data,path}", "${art:data,path}"),
         ("/lustre/a b", "/lustre/a b"),
+        # Hydra's compact mappings (its docs: foo={a:10,b:20}): a key ends at its first colon
+        ("{a:10,b:20}", {"a": 10, "b": 20}),
+        ("{a:10,b:{c:30,d:[1,2]}}", {"a": 10, "b": {"c": 30, "d": [1, 2]}}),
+        ("[{a:1},{b:x}]", [{"a": 1}, {"b": "x"}]),
+        ("{url: http://h:80}", {"url": "http://h:80"}),
+        ("{a:'x:y'}", {"a": "x:y"}),
+        ("{a:${x.y}}", {"a": "${x.y}"}),
+        ("[a:1]", ["a:1"]),
     ],
 )
 def test_value_parsing(text, expected) -> None:

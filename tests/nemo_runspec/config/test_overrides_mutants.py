@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from nemo_runspec.config import overrides
+from nemo_runspec.config import override_values
 from nemo_runspec.config.overrides import (
     _FORMS,
     Override,
@@ -324,7 +324,7 @@ def test_no_overrides_returns_an_independent_copy() -> None:
 
 
 def test_the_yaml_loader_is_made_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(overrides, "_LOADER", None)
+    monkeypatch.setattr(override_values, "_LOADER", None)
     assert parse_value("5") == 5
     assert parse_value("[1, x]") == [1, "x"]
 

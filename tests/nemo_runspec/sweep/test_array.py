@@ -116,3 +116,81 @@ def test_more_points_than_max_array_size_is_one_line(sandbox, monkeypatch):
     job.values = {**job.values, "max_array_size": 2}
     with pytest.raises(ConfigError, match="the profile's max_array_size is 2"):
         check_array_size([job], offline=True)
+
+
+CMD_SCRIPT = '''# /// script
+# [tool.runspec]
+# name = "t/cmdsweep"
+# [tool.runspec.run]
+# launch = "{launch}"
+# cmd = "python {{script}} --config {{config}} --out {{job_dir}}/out.txt"
+# setup = "export GREETING=hello-from-setup"
+# [tool.runspec.resources]
+# gpus_per_node = 0
+# ///
+import os, sys
+cfg = open(sys.argv[sys.argv.index("--config") + 1]).read()
+out = sys.argv[sys.argv.index("--out") + 1]
+open(out, "w").write(os.environ.get("GREETING", "") + " " + cfg.split("x: ")[1].split()[0] + "\\n")
+'''
+
+
+@pytest.mark.parametrize("launch", ["direct", "torchrun", "ray"])
+def test_a_run_cmd_recipe_sweeps_each_task_with_its_own_launch_script(sandbox, launch):
+    """run.setup/run.cmd in an array: each task writes its own setup and launch scripts into
+    its point's dir (never one file for all), and they read its point's config and dir."""
+    root = sandbox["root"]
+    (root / "config").mkdir()
+    (root / "config" / "default.yaml").write_text("x: 0\n")
+    (root / "cmd.py").write_text(CMD_SCRIPT.format(launch=launch))
+    spec = parse(root / "cmd.py")
+    plan = expand(["x=11,22"])
+    job = compile_job(spec, RunConfig(profile="dev", detach=True,
+                                      overrides=(*plan.points[0].overrides, "run.env.packager=self_contained")),
+                      check_artifacts=False)
+    prepared = slurm.prepare_job(job, *packaging.build_packager(job))
+    points, _ = derive(job, plan.points, "sw-cmd")
+    array = build(prepared, points, sweep_id="sw-cmd")
+    shown = slurm.render_sbatch(array)
+    submit_detached(array, announce=False)
+    assert (array.local_exp_dir / f"{array.name}_sbatch.sh").read_text() == shown
+    job_dir = Path(array.job_dir)
+    assert f"{job_dir}/runspec_launch.sh" not in shown  # no script shared by the tasks
+    # the batch shell's lines that write the scripts, run as task 1 would run them
+    lines = shown.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('sed "s/'))
+    end = max(i for i, ln in enumerate(lines) if ln == "NEMOTRON_RUNSPEC_EOF")
+    env = {"SLURM_ARRAY_TASK_ID": "1", "PATH": os.environ["PATH"]}
+    subprocess.run(["bash", "-c", "\n".join(lines[start:end + 1])], env=env, check=True)
+    launch_file = job_dir / "points" / "1" / "runspec_launch.sh"
+    text = launch_file.read_text()
+    assert f"{job_dir}/points/1/train.yaml" in text and "NEMOTRONARRAYTASKINDEX" not in text
+    assert (job_dir / "points" / "1" / "runspec_setup.sh").exists() and not (job_dir / "points" / "0").joinpath(
+        "runspec_launch.sh").exists()
+    assert f"bash {job_dir}/points/${{SLURM_ARRAY_TASK_ID}}/runspec_launch.sh" in shown  # expanded by the shell
+    if launch == "direct":  # run it: point 1's config, its dir, the setup's environment
+        subprocess.run(["bash", str(launch_file)], env=env, check=True, cwd=job_dir / "code")
+        assert (job_dir / "points" / "1" / "out.txt").read_text() == "hello-from-setup 22\n"
+    if launch == "ray":  # every node sources its task's setup before its raylet
+        assert f'. {job_dir}/points/"${{SLURM_ARRAY_TASK_ID}}"/runspec_setup.sh' in shown
+
+
+def test_resilience_gives_each_task_its_own_dir_and_retries_is_refused(sandbox):
+    """[resilience] in an array: each task's helper, records and NEMOTRON_RESILIENCE_DIR are in
+    its point's dir (the batch shell expands them), none in the job dir every task shares."""
+    text = sandbox["env_toml"].read_text()
+    sandbox["env_toml"].write_text(text + '\n[tough]\nextends = "dev"\ntime = "01:00:00"\n'
+                                   "resilience = { max_restarts = 2 }\n\n[retrying]\nextends = \"dev\"\nretries = 2\n")
+    job, _ = _array("torchrun", "tough")
+    shown = slurm.render_sbatch(job)
+    submit_detached(job, announce=False)
+    assert (job.local_exp_dir / f"{job.name}_sbatch.sh").read_text() == shown
+    task_dir = f'{job.job_dir}/points/"${{SLURM_ARRAY_TASK_ID}}"/resilience'
+    assert f"mkdir -p {task_dir}\n" in shown and f"NR_DIR={task_dir} " in shown
+    assert f"{job.job_dir}/resilience" not in shown
+    word = re.search(r"export NEMOTRON_RESILIENCE_DIR=(\S+)", shown).group(1)
+    out = subprocess.run(["bash", "-c", f"echo {word}"], env={"SLURM_ARRAY_TASK_ID": "1", "PATH": os.environ["PATH"]},
+                         capture_output=True, text=True).stdout.strip()
+    assert out == f"{job.job_dir}/points/1/resilience"
+    with pytest.raises(ConfigError, match="cannot use the profile's retries"):
+        _array("torchrun", "retrying")

@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from nemo_runspec.errors import CLIUsageError
+from nemotron.cli.commands.jobs_common import out as _out
+from nemotron.cli.commands.jobs_common import print_table
 
 if TYPE_CHECKING:
     from nemo_runspec.slurm.jobs import JobState
     from nemo_runspec.slurm.ledger import Submission
     from nemo_runspec.sweep.record import SweepRecord
-
-
-def _out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
 
 
 def resolve(ref: str) -> tuple[SweepRecord, int | None] | None:
@@ -97,29 +95,84 @@ def _point_sub(rec: SweepRecord, index: int) -> Submission | None:
                                log_path=array.logs.get(str(index)), sbatch_log_path=array.sbatch_logs.get(str(index)))
 
 
-def _loss(rec: SweepRecord, index: int) -> str:
-    """The last loss point ``index``'s log printed ("-" when none or no log)."""
+#: how many of a log's last lines mentioning a loss are read for the final loss
+_LOSS_LINES = 20
+
+
+def losses(rec: SweepRecord, indices: list[int]) -> dict[int, str]:
+    """The last loss each point's log printed (``-`` when none, or no log): one command per
+    cluster for all the points (``grep`` there, so only the matching lines come back,
+    whatever the logs' size), never a connection per point."""
+    import secrets
+    import shlex
+
+    from nemo_runspec.slurm import jobs as sj
     from nemo_runspec.sweep.states import final_loss
 
-    sub = _point_sub(rec, index)
-    path = sub.log_path if sub is not None else (rec.local.get(str(index)) or {}).get("log")
-    if not path:
-        return "-"
-    try:
-        if sub is not None and sub.tunnel == "ssh":
-            from nemo_runspec.slurm import jobs as sj
+    groups: dict[tuple[Any, ...], list[tuple[int, str, Submission | None]]] = {}
+    for i in indices:
+        sub = _point_sub(rec, i)
+        path = sub.log_path if sub is not None else (rec.local.get(str(i)) or {}).get("log")
+        if path:
+            groups.setdefault(sj.tunnel_key(sub) if sub is not None else ("local",), []).append((i, path, sub))
+    found = {i: "-" for i in indices}
+    mark = f"@@nemotron-loss-{secrets.token_hex(4)}@@"
+    for members in groups.values():
+        cmd = "; ".join(f"echo {mark}{i}; grep -a -i loss {shlex.quote(path)} 2>/dev/null | tail -n {_LOSS_LINES}"
+                        for i, path, _ in members)
+        sub = next((m[2] for m in members if m[2] is not None), None)
+        try:
+            if sub is None or sub.tunnel != "ssh":
+                import subprocess
 
+                text = subprocess.run(cmd, shell=True, capture_output=True, text=True, errors="replace",
+                                      stdin=subprocess.DEVNULL).stdout
+            else:
+                remote = sj.remote_for(sub)
+                try:
+                    text = remote.run(cmd)[1]
+                finally:
+                    sj.close(remote)
+        except Exception:  # noqa: BLE001 - logs that cannot be read have no loss to show
+            continue
+        lines: dict[int, list[str]] = {}
+        current: list[str] = []
+        for line in text.splitlines():
+            if line.startswith(mark) and line[len(mark):].isdigit():
+                current = lines.setdefault(int(line[len(mark):]), [])
+            else:
+                current.append(line)
+        for i, got in lines.items():
+            found[i] = final_loss("\n".join(got)) or "-"
+    return found
+
+
+def point_attempts(rec: SweepRecord, indices: list[int]) -> dict[int, list[Any]]:
+    """The attempts of the points that ran with ``[resilience]`` (their ``points/<N>/resilience``
+    records), one command per cluster; points without records are left out."""
+    from nemo_runspec.slurm import attempts as sa
+    from nemo_runspec.slurm import jobs as sj
+    from nemo_runspec.sweep.states import submission
+
+    groups: dict[tuple[Any, ...], tuple[Submission, dict[str, int]]] = {}
+    for i in indices:
+        array = rec.latest(i)
+        if array is None or not array.job_dir:
+            continue
+        sub = submission(array)
+        groups.setdefault(sj.tunnel_key(sub), (sub, {}))[1][f"{array.job_dir}/points/{i}"] = i
+    found: dict[int, list[Any]] = {}
+    for sub, dirs in groups.values():
+        try:
             remote = sj.remote_for(sub)
             try:
-                data = remote.read_from(path, 0).decode(errors="replace")
+                for path, tries in sa.load(remote, list(dirs)).items():
+                    found[dirs[path]] = tries
             finally:
                 sj.close(remote)
-        else:
-            with open(path, errors="replace") as f:
-                data = f.read()
-    except Exception:  # noqa: BLE001 - a log that cannot be read has no loss to show
-        return "-"
-    return final_loss(data) or "-"
+        except Exception:  # noqa: BLE001 - records that cannot be read are not shown
+            continue
+    return found
 
 
 def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
@@ -127,15 +180,20 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
     from nemo_runspec.sweep.states import point_states
 
     states = point_states(rec, strict=True)
+    shown = list(range(len(rec.points))) if index is None else [index]
+    loss = losses(rec, shown)
+    tries = point_attempts(rec, shown)
     rows = []
-    for i in range(len(rec.points)) if index is None else [index]:
+    for i in shown:
         st = states.get(i)
         array = rec.latest(i)
         rows.append({"point": i, "job_id": f"{array.job_id}_{i}" if array else None,
                      "state": st.state if st else "NOT RUN", "exit_code": st.exit_code if st else None,
-                     "loss": _loss(rec, i), "overrides": rec.label(i),
+                     "loss": loss[i], "overrides": rec.label(i),
                      "log": (array.logs.get(str(i)) if array else (rec.local.get(str(i)) or {}).get("log")),
                      "reason": (st.reason or st.note) if st else ""})
+        if i in tries:
+            rows[-1]["attempts"] = [dataclasses.asdict(a) for a in tries[i]]
     if as_json:
         _out(json.dumps({"sweep": rec.id, "recipe": rec.recipe, "profile": rec.profile, "created": rec.created,
                          "arrays": [{"job_id": a.job_id, "points": a.indices} for a in rec.arrays],
@@ -143,13 +201,12 @@ def status(rec: SweepRecord, index: int | None, as_json: bool) -> None:
         return
     _out(f"sweep {rec.id} ({rec.recipe or '-'}, profile {rec.profile or '-'}, "
          f"{summary(states, len(rec.points))}; arrays {', '.join(a.job_id for a in rec.arrays) or '-'})")
-    table = [["POINT", "JOB", "STATE", "EXIT", "LOSS", "OVERRIDES"]]
-    for r in rows:
-        table.append([str(r["point"]), r["job_id"] or "-", r["state"],
-                      "-" if r["exit_code"] is None else str(r["exit_code"]), r["loss"], r["overrides"]])
-    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
-    for row in table:
-        _out("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    from nemo_runspec.slurm.attempts import brief
+
+    extra = ["ATTEMPTS"] if tries else []  # only with [resilience] records, as jobs list does
+    print_table(["POINT", "JOB", "STATE", "EXIT", "LOSS", *extra, "OVERRIDES"],
+                [[str(r["point"]), r["job_id"] or "-", r["state"], "-" if r["exit_code"] is None else str(r["exit_code"]),
+                  r["loss"], *([brief(tries.get(r["point"], []))] if tries else []), r["overrides"]] for r in rows])
     if index is not None and rows[0]["log"]:
         _out(f"log: {rows[0]['log']}")
 

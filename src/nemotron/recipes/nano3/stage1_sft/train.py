@@ -18,17 +18,19 @@
 # gpus_per_node = 8
 #
 # # Scale matrix (docs/runspec/v1/spec.md section 8; sources: docs/sweeps.md, "The nano3 matrices").
-# # Full-size config: Megatron-Bridge v0.6.0's own recipes, recipes/nemotronh/h100/nemotron_3_nano.py
-# # (one 8-GPU H100 node: TP1 PP1 EP8, micro batch 1, bf16) and gb200/nemotron_3_nano.py (8 GB200
-# # GPUs = 2 nodes of 4: TP1 PP1 EP8, micro batch 2, bf16); several nodes: its
-# # examples/models/nemotron/nemotron_3/nano/slurm_sft.sh (2 nodes x 8 GPUs, TP4 PP1 EP8 SP).
+# # Full-size config: Megatron-Bridge v0.6.0's own recipe, recipes/nemotronh/h100/nemotron_3_nano.py
+# # nemotron_3_nano_sft_8gpu_h100_bf16_config (one 8-GPU H100 node: TP1 PP1 EP8, micro batch 1,
+# # bf16); several nodes: its examples/models/nemotron/nemotron_3/nano/slurm_sft.sh (2 nodes x 8
+# # GPUs, its first parallelism config TP4 PP1 EP8 SP, micro batch 1). Megatron-Bridge has no GB200
+# # SFT recipe for Nano 3, so no GB200 cell.
+# # tests/nemotron/recipes/test_nano3_scale_sources.py pins these numbers to the cited files.
 # [[tool.runspec.scales]]
 # configs = ["default"]
 # gpu_types = ["h100"]
 # nodes = [1]
 # precisions = ["bf16"]
 # gpus_per_node = 8
-# note = "Megatron-Bridge v0.6.0 recipes/nemotronh/h100/nemotron_3_nano.py (finetune model)"
+# note = "Megatron-Bridge v0.6.0 recipes/nemotronh/h100/nemotron_3_nano.py nemotron_3_nano_sft_8gpu_h100_bf16_config"
 # overrides = { "model.tensor_model_parallel_size" = 1, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = false, "train.micro_batch_size" = 1 }
 #
 # [[tool.runspec.scales]]
@@ -37,7 +39,7 @@
 # nodes = [2]
 # precisions = ["bf16"]
 # gpus_per_node = 8
-# note = "Megatron-Bridge v0.6.0 examples/models/nemotron/nemotron_3/nano/slurm_sft.sh"
+# note = "Megatron-Bridge v0.6.0 examples/models/nemotron/nemotron_3/nano/slurm_sft.sh (its first parallelism config)"
 # overrides = { "model.tensor_model_parallel_size" = 4, "model.pipeline_model_parallel_size" = 1, "model.expert_model_parallel_size" = 8, "model.sequence_parallel" = true, "train.micro_batch_size" = 1 }
 #
 # # The tiny config: the CPU fallback trainer (fp32), on CPU nodes (gpus_per_node = 0), one node or

@@ -18,15 +18,18 @@
 # gpus_per_node = 8
 #
 # # Scale matrix (docs/runspec/v1/spec.md section 8; sources: docs/sweeps.md, "The nano3 matrices").
-# # Full-size config: NeMo-RL v0.7.0's GRPO recipes for Nemotron 3 Nano 30B-A3B,
-# # examples/configs/recipes/llm/grpo-nanov3-30BA3B-2n8g-megatron*.yaml (2 nodes x 8 GPUs, bf16).
+# # Full-size config: NeMo-RL v0.7.0's GRPO recipe for Nemotron 3 Nano 30B-A3B,
+# # examples/configs/recipes/llm/grpo-nanov3-30BA3B-2n8g-megatron_generation.yaml (cluster:
+# # 2 nodes x 8 GPUs, the BF16 checkpoint). NeMo-RL sizes its Ray cluster from cluster.num_nodes
+# # and cluster.gpus_per_node, not from the allocation, so the cell sets them.
 # [[tool.runspec.scales]]
 # configs = ["default"]
 # gpu_types = ["h100"]
 # nodes = [2]
 # precisions = ["bf16"]
 # gpus_per_node = 8
-# note = "NeMo-RL v0.7.0 grpo-nanov3-30BA3B-2n8g-megatron.yaml"
+# note = "NeMo-RL v0.7.0 examples/configs/recipes/llm/grpo-nanov3-30BA3B-2n8g-megatron_generation.yaml"
+# overrides = { "cluster.num_nodes" = 2, "cluster.gpus_per_node" = 8 }
 #
 # # The tiny config: the CPU smoke stage (fp32) on CPU nodes (gpus_per_node = 0).
 # [[tool.runspec.scales]]

@@ -1,0 +1,134 @@
+"""A Slurm job that starts through the runspec's launch script (``setup``, ``run.cmd``,
+``run.profile.nsys``), for one job or for every task of a sweep's array.
+
+The setup lines of the batch script write ``runspec_setup.sh`` and
+``runspec_launch.sh`` (:mod:`nemo_runspec.execution.runspec_cmd`) into the job dir,
+so the dry run shows them byte for byte; the task becomes ``bash <job dir>/runspec_launch.sh``:
+once per Slurm task for ``direct``, once per node for ``torchrun`` (the script execs
+torchrun, whose workers run ``run.cmd``), the driver for ``ray``, whose nodes also
+source the setup before their raylet starts. Paths in the scripts are as the job sees
+them: ``/nemo_run`` in a container, the job dir itself on bare metal (as nemo-run
+rewrites them).
+
+In a sweep's array (:mod:`nemo_runspec.sweep.array`) every task writes its own two
+scripts into its point's dir, ``points/<N>/``, and they read that point's
+``train.yaml`` (``{config}``) and name that dir as ``{job_dir}``: :func:`render` with
+``task`` writes the paths with :data:`TASK_TOKEN`, which the batch shell turns into
+``$SLURM_ARRAY_TASK_ID`` as it writes the files (tasks never share a file, so none
+rewrites a script another is running).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
+
+#: where the job's files are, as its processes see them in a container
+SEEN = "/nemo_run"
+
+
+@dataclass(frozen=True)
+class LaunchScript:
+    """How a prepared job starts through its launch script: enough to render the same
+    lines again for an array's tasks (:func:`render` with ``task``)."""
+
+    runspec: Any
+    script: str
+    args: tuple[str, ...]
+    script_args: tuple[str, ...]
+    bare_metal: bool
+    nsys: Any = None
+    #: the path of the job's train config as the job sees it, and torchrun's --rdzv-id
+    train_yaml: str = "/nemo_run/train.yaml"
+    rdzv_id: int = 0
+    #: the batch-script lines :func:`use_launch_script` added (replaced as a block for an array)
+    lines: str = ""
+    env_vars: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The setup lines, the path of the launch script the task runs, and env vars to add."""
+
+    lines: list[str]
+    launch_path: str
+    env_vars: dict[str, str]
+
+
+def use_launch_script(prepared: Any, runspec: Any, script_args: Sequence[str], *,
+                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: Any = None) -> None:
+    """Start ``prepared`` (a :class:`~nemo_runspec.slurm.prepared.PreparedJob`) through the
+    runspec's launch script (see the module docstring); ``train_yaml`` is where the job reads
+    its config, ``rdzv_id`` torchrun's rendezvous id."""
+    spec = LaunchScript(runspec=runspec, script=prepared.script, args=tuple(prepared.args),
+                        script_args=tuple(script_args), bare_metal=bare_metal, nsys=nsys,
+                        train_yaml=train_yaml, rdzv_id=rdzv_id)
+    out = render(prepared, spec)
+    executor = prepared.executor
+    executor.env_vars = {**executor.env_vars, **out.env_vars}
+    block = "\n".join(x for x in out.lines if x)
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", block) if x)
+    executor.launcher = None  # direct: the launch script starts torchrun itself
+    prepared.launch_script = LaunchScript(**{**vars(spec), "lines": block, "env_vars": out.env_vars})
+    prepared.script, prepared.args, prepared.entrypoint = out.launch_path, [], "bash"
+
+
+def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Rendered:
+    """The batch-script lines that write the launch (and setup) script and the path the task
+    runs. ``task``: the dir of an array task under the job dir (``points/<TASK_TOKEN>``):
+    its scripts, config and ``{job_dir}`` are there, and the lines write them through a
+    ``sed`` that puts the task's index in place of :data:`TASK_TOKEN`."""
+    from nemo_runspec.execution import runspec_cmd as rc
+    from nemo_runspec.execution.ray import pre_start_setup_lines
+
+    runspec, executor = spec.runspec, prepared.executor
+    here = f"{SEEN}/{task}" if task else SEEN
+
+    def visible(path: str) -> str:
+        return prepared.job_dir + path[len(SEEN):] if spec.bare_metal and path.startswith(SEEN) else path
+
+    script = spec.script if os.path.isabs(spec.script) else f"{SEEN}/code/{spec.script}"
+    config = f"{here}/train.yaml" if task else spec.train_yaml
+    values = {"script": visible(script), "config": visible(config), "args": list(spec.script_args),
+              "job_dir": visible(here)}
+    if prepared.launch == "torchrun":
+        command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
+                                    nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
+                                    rdzv_id=spec.rdzv_id)
+    elif getattr(runspec.run, "cmd", None):
+        command = rc.script_command(runspec, python="python", **values)
+    else:  # setup only: the command nemo-run would have run
+        args = [values["config"] if a == spec.train_yaml else a for a in spec.args]
+        command = shlex.join(["python", values["script"], *[visible(a) for a in args]])
+    lines = []
+    if prepared.launch == "torchrun":  # the rendezvous address, for srun's tasks
+        lines.append(f'export {rc.HEAD_NODE_ENV}="${rc.HEAD_NODE_IP}"')
+    setup_path = None
+    setup = runspec.run.setup_script  # run.setup; the top-level setup only describes the image
+    if setup:
+        setup_path = visible(f"{here}/{rc.SETUP_FILE}")
+        lines.append(_write(prepared.job_dir, task, rc.SETUP_FILE, rc.setup_text(setup)))
+    env_vars: dict[str, str] = {}
+    before: list[str] = []
+    if spec.nsys is not None:  # run.profile.nsys (nemo_runspec.slurm.profiling)
+        from nemo_runspec.slurm import profiling
+
+        out_dir = profiling.output_dir(spec.nsys, visible(here))
+        before, command = profiling.guard_lines(out_dir), profiling.wrap(command, spec.nsys, out_dir)
+        env_vars = profiling.env_vars(spec.nsys)
+    lines.append(_write(prepared.job_dir, task, rc.LAUNCH_FILE,
+                        rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir, before=before)))
+    if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
+        lines.append(pre_start_setup_lines([f"set +u; . {task_word(setup_path)}; set -u"]))
+    return Rendered(lines, visible(f"{here}/{rc.LAUNCH_FILE}"), env_vars)
+
+
+def _write(job_dir: str, task: str | None, name: str, text: str) -> str:
+    """Batch-script lines writing ``text`` to ``name`` in the job dir (or the task's dir,
+    with the task's index put in place of :data:`TASK_TOKEN` as it is written)."""
+    return heredoc_to(os.path.join(job_dir, task or "", name), text, fill_task=True)
