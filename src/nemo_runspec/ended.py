@@ -19,6 +19,7 @@ the output it copied (:func:`of_output`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from typing import Any
 from nemo_runspec.lognoise import Folded, last_error, last_said
 from nemo_runspec.outcome import Outcome, find_all, one_line, pick
 
+#: How much of the end of a log is read (the outcome line is among the last lines a job writes).
+READ_BYTES = 256 * 1024
 #: Lines of each log shown under a failed job (with ``--debug``, unfolded).
 TAIL_LINES = 8
 DEBUG_TAIL_LINES = 40
@@ -100,6 +103,30 @@ def of_output(label: str, exit_code: int, lines: Sequence[str], *, recipe: str |
     state = "COMPLETED" if exit_code == 0 else "INTERRUPTED" if interrupted else "FAILED"
     said = pick(find_all(lines)) or derive(state, exit_code, lines, recipe=recipe)
     return Ending(job_id=label, state=state, exit_code=exit_code, outcome=said, log_path=log_path)
+
+
+def read_file_tail(path: str | os.PathLike[str], size: int = READ_BYTES) -> list[str]:
+    """The lines of the last ``size`` bytes of the file at ``path`` (the first, cut, line
+    dropped), [] when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            start = max(0, f.tell() - size)
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return []
+    lines = data.decode(errors="replace").splitlines()
+    return lines[1:] if start and lines else lines
+
+
+def summary_lines(ending: Ending, *, secrets: Sequence[str] = (), tail: bool = False) -> list[str]:
+    """The summary as plain lines: the outcome's message, :func:`state_line`, then
+    :func:`detail_lines` (for a run whose output was just printed: ``tail`` False)."""
+    from nemo_runspec.secrets import redact_text
+
+    return [redact_text(ending.outcome.message, list(secrets)), state_line(ending),
+            *detail_lines(ending, secrets=secrets, tail=tail)]
 
 
 def tail_of(folded: Folded) -> list[str]:

@@ -140,10 +140,10 @@ def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | 
     """After a run here, on stderr: how it ended (:mod:`nemo_runspec.ended`), the job's
     outcome line first, then ``job NAME: STATE (exit code N)``, then the job dir. Its output
     was just printed above, so no tail of it."""
-    from nemo_runspec.ended import of_output, state_line
+    from nemo_runspec.ended import of_output, summary_lines
 
     ending = of_output(job_dir.name, code, lines, recipe=recipe, interrupted=code == 130)
-    for line in (ending.outcome.message, state_line(ending), f"  job dir: {job_dir}"):
+    for line in (*summary_lines(ending), f"  job dir: {job_dir}"):
         print(line, file=sys.stderr, flush=True)
 
 

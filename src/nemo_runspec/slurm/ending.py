@@ -11,28 +11,26 @@ shared with the runs the CLI starts here; this module reads a Slurm job's files.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from typing import Any, Protocol
 
 from nemo_runspec.ended import (  # noqa: F401 - the summary's names, also reachable from here
     DEBUG_TAIL_LINES,
+    READ_BYTES,
     SLURM_REASONS,
     TAIL_LINES,
     Ending,
     derive,
     detail_lines,
     print_ending,
+    read_file_tail,
     source_note,
     state_line,
     tail_of,
 )
 from nemo_runspec.lognoise import fold
 from nemo_runspec.outcome import find_all, pick
-
-#: How much of the end of a log is read (the outcome line is among the last lines a job writes).
-READ_BYTES = 256 * 1024
 
 
 class EndedJob(Protocol):
@@ -50,21 +48,13 @@ def read_tail(remote: Any, path: str | None, size: int = READ_BYTES) -> list[str
     if not path:
         return []
     if remote.local:
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                start = max(0, f.tell() - size)
-                f.seek(start)
-                data = f.read()
-        except OSError:
-            return []
-    else:
-        rc, out, _ = remote.run(f"tail -c {size} {shlex.quote(path)} 2>/dev/null")
-        if rc != 0:
-            return []
-        data, start = out.encode(), (1 if len(out.encode()) >= size else 0)
+        return read_file_tail(path, size)
+    rc, out, _ = remote.run(f"tail -c {size} {shlex.quote(path)} 2>/dev/null")
+    if rc != 0:
+        return []
+    data = out.encode()
     lines = data.decode(errors="replace").splitlines()
-    return lines[1:] if start and lines else lines
+    return lines[1:] if len(data) >= size and lines else lines
 
 
 def latest_attempt_log(remote: Any, log_path: str | None) -> str | None:
