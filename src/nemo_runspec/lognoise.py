@@ -156,6 +156,18 @@ def last_error(lines: Sequence[str]) -> str | None:
     return own or slurm
 
 
+def last_said(lines: Sequence[str]) -> str | None:
+    """The last line the job itself printed in ``lines`` (not blank, not noise, not an
+    outcome line), without its rank prefix; None when there is none."""
+    from nemo_runspec.outcome import MARKER
+
+    for line, kind in zip(reversed(lines), reversed(classify(lines)), strict=True):
+        text = strip_prefix(line.rstrip("\r\n")).strip()
+        if kind is None and text and not text.startswith(MARKER):
+            return text
+    return None
+
+
 class StreamFilter:
     """Fold noise out of a log as it is streamed: C++ stack frames always (one note line
     per block says how many), and torch.distributed's teardown warnings and torchrun's

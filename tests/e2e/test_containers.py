@@ -105,6 +105,16 @@ def test_preflight_on_two_nodes_inside_the_container(tmp_path, slurm_cluster, co
     saved = list(slurm_cluster.state_dir.glob(f"**/job.{job_id}/environment"))
     for f in saved:
         assert token.encode() not in f.read_bytes()
+    # how it ended (docs/execution.md, "How a job ends"): the verdict, the state, the log; the
+    # two nodes' torchruns met in a static rendezvous, so not even the log holds teardown noise
+    summary = proc.stderr[proc.stderr.rindex(f"job {job_id}: running on"):].splitlines()[1:]
+    log = Path(summary[-1].split(None, 1)[1])
+    assert summary == ["preflight passed: 2 rank(s) on 2 node(s), backend gloo",
+                       f"job {job_id}: COMPLETED (exit code 0)", f"  log:       {log}"]
+    for line in [*summary, *proc.stdout.splitlines(), *log.read_text().splitlines()]:
+        assert not line.startswith("+ ") and "[nemotron: " not in line, line
+        for needle in ("frame #", "[c10d]", "Exception raised from", "failed to shutdown the rendezvous"):
+            assert needle not in line, line
 
 
 def test_container_job_sees_image_mounts_code_and_secret_and_script_is_exact(tmp_path, container_image):

@@ -58,7 +58,9 @@ def submit_docker(prepared: BackendJob, *, poll: float = 0.5) -> int:
     try:
         if prepared.mode == "batch":
             return 0
-        return follow(log, status, container=container, poll=poll)
+        code = follow(log, status, container=container, poll=poll)
+        say_ending(container, code, log, secrets=list(prepared.secrets.values()))
+        return code
     finally:
         # nemo-run's scheduler removes every container it started when it is garbage-collected
         # (close()/__del__): a --batch job must outlive this process, a finished one is gone already
@@ -84,6 +86,16 @@ def follow(log: Path, status: Path, *, container: str, poll: float = 0.5) -> int
                 print(f"error: container {container} ended without writing its exit status", file=sys.stderr)
                 return 1
         time.sleep(poll)
+
+
+def say_ending(container: str, code: int, log: Path, *, secrets: list[str]) -> None:
+    """After the container's log, on stderr: how the job ended (:mod:`nemo_runspec.ended`),
+    its outcome line first, then ``job CONTAINER: STATE (exit code N)``, then the log."""
+    from nemo_runspec.ended import of_output, read_file_tail, summary_lines
+
+    ending = of_output(container, code, read_file_tail(log), log_path=str(log))
+    for line in summary_lines(ending, secrets=secrets):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _print_new(path: Path, offset: int) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.resources import requested_processes
 from nemo_runspec.errors import ExecutionError
+from nemo_runspec.execution.output_copy import OutputCopy
 from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
 from nemo_runspec.execution.settings import launch_of, lookup
 
@@ -127,10 +128,26 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     if launch_files:
         # `python` in setup/run.cmd is this interpreter, as on a bare-metal Slurm node
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-        return run_child(["bash", str(final / LAUNCH_FILE)], cwd=final, env=env)
-    cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
-                        launch=launch, nproc=nproc)
-    return run_child(cmd, cwd=final, env=env)
+        cmd = ["bash", str(final / LAUNCH_FILE)]
+    else:
+        cmd = local_command(str(runspec.script_path), str(final / "train.yaml"), passthrough,
+                            launch=launch, nproc=nproc)
+    env.setdefault("PYTHONUNBUFFERED", "1")  # its output reaches us through a pipe: as it comes
+    output = OutputCopy()
+    code = run_child(cmd, cwd=final, env=env, output=output)
+    say_ending(final, code, output.lines, recipe=getattr(runspec, "name", None))
+    return code
+
+
+def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | None = None) -> None:
+    """After a run here, on stderr: how it ended (:mod:`nemo_runspec.ended`), the job's
+    outcome line first, then ``job NAME: STATE (exit code N)``, then the job dir. Its output
+    was just printed above, so no tail of it."""
+    from nemo_runspec.ended import of_output, summary_lines
+
+    ending = of_output(job_dir.name, code, lines, recipe=recipe, interrupted=code == 130)
+    for line in (*summary_lines(ending), f"  job dir: {job_dir}"):
+        print(line, file=sys.stderr, flush=True)
 
 
 def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthrough: Sequence[str] = (), *,
@@ -190,9 +207,10 @@ INTERRUPT_GRACE = 20.0
 
 
 def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str],
-              grace: float = INTERRUPT_GRACE) -> int:
+              grace: float = INTERRUPT_GRACE, output: OutputCopy | None = None) -> int:
     """Run ``cmd`` in its own process group and return its exit code, stopping
-    everything it started when it ends or is interrupted.
+    everything it started when it ends or is interrupted. With ``output`` the child's
+    stdout and stderr go through it (printed as they come, their end kept).
 
     The child gets its own session, so Ctrl-C reaches only this process, which
     passes SIGINT on to the child's whole group and waits up to ``grace``
@@ -209,10 +227,13 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
 
     from nemo_runspec import lifeline
 
+    streams = output.popen_kwargs() if output is not None else {}
     try:
-        child = lifeline.spawn(list(cmd), cwd=cwd, env=dict(env))
+        child = lifeline.spawn(list(cmd), cwd=cwd, env=dict(env), **streams)
     except OSError as exc:
         raise ExecutionError(f"could not start {cmd[0]}: {exc}") from exc
+    if output is not None:
+        output.start(child)
     interrupted = 0
     try:
         while True:
@@ -242,6 +263,8 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
     finally:
         _stop_group(child.pid)
         lifeline.release(child.pid)
+        if output is not None:
+            output.wait()
     return interrupted or code
 
 

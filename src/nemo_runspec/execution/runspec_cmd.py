@@ -62,9 +62,16 @@ def torchrun_tail(runspec: Any, *, script: str, config: str, args: Sequence[str]
 
 
 def slurm_torchrun(tail: str, *, nodes: int, nproc: int, rdzv_id: int) -> str:
-    """torchrun as nemo-run's component starts it, run from the launch script (one per node)."""
+    """torchrun on a Slurm node, started once per node by a shell of its own (so that
+    ``$SLURM_NODEID`` is that node's): nemo-run's component's options, with torchrun's
+    static rendezvous on several nodes. Each node's rank is known, and the static
+    rendezvous leaves nothing to close in the store after the agents' exit barrier:
+    with c10d the agent hosting the store may exit while the others still close the
+    rendezvous in it, which ends a successful run in c10d warnings and C++ stack
+    frames (docs/execution.md, "Teardown after a successful multi-node run")."""
+    backend = "static" if int(nodes) > 1 else "c10d"
     return (
-        f"torchrun --rdzv-backend c10d --rdzv-endpoint \"${HEAD_NODE_ENV}:{RDZV_PORT}\" --rdzv-id {int(rdzv_id)} "
+        f"torchrun --rdzv-backend {backend} --rdzv-endpoint \"${HEAD_NODE_ENV}:{RDZV_PORT}\" --rdzv-id {int(rdzv_id)} "
         f"--nnodes {int(nodes)} --nproc-per-node {int(nproc)} --node-rank \"$SLURM_NODEID\" --tee 3 {tail}"
     )
 

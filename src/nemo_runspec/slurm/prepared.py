@@ -283,6 +283,8 @@ def prepare_job(
 
         use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys,
                           train_yaml=TRAIN_YAML, rdzv_id=rendezvous_id(prepared))
+    elif values.get("executor") == "slurm" and prepared.launch == "torchrun" and int(prepared.executor.nodes) > 1:
+        _torchrun_per_node(prepared)
     if values.get("executor") == "slurm":
         from nemo_runspec.slurm import resilience
 
@@ -307,6 +309,26 @@ def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> Any:
         raise ConfigError("run.profile.nsys profiles torchrun and direct recipes; this one launches Ray",
                           key="profiling.nsys", hint="profile the Ray workers from the recipe itself")
     return settings
+
+
+def _torchrun_per_node(prepared: PreparedJob) -> None:
+    """Start a multi-node torchrun job as ``bash -c 'exec torchrun ... "$@"' torchrun SCRIPT ARGS``
+    (a direct task, one per node) instead of nemo-run's torchrun component, whose
+    ``--node-rank $SLURM_NODEID`` the batch shell expands to node 0's for every node:
+    each node's shell reads its own, so the job can use torchrun's static rendezvous
+    (:func:`~nemo_runspec.execution.runspec_cmd.slurm_torchrun`). The script and its
+    arguments stay separate words (a sweep replaces the config path among them)."""
+    from nemo_runspec.execution import runspec_cmd as rc
+
+    executor = prepared.executor
+    command = rc.slurm_torchrun('"$@"', nodes=int(executor.nodes),
+                                nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
+                                rdzv_id=rendezvous_id(prepared))
+    head = f'export {rc.HEAD_NODE_ENV}="${rc.HEAD_NODE_IP}"'  # the rendezvous address, for srun's tasks
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", head) if x)
+    executor.launcher = None  # one task per node (nemo-run set ntasks_per_node=1 for torchrun)
+    prepared.args = [f"exec {command}", "torchrun", prepared.script, *prepared.args]
+    prepared.script, prepared.entrypoint = "-c", "bash"
 
 
 def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> None:

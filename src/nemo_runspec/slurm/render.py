@@ -29,7 +29,22 @@ def task_for(job: PreparedJob) -> Any:
     lean()
     from nemo_run.config import Script
 
+    if getattr(job.executor, "launcher", None) is None:
+        # nemo-run joins a direct task's words into the srun line as they are (its torchrun
+        # component quotes its own): each is quoted here, so an argument with a space or a
+        # `$(...)` reaches the script whole and never runs in the batch shell
+        return Script(path=_quoted(job.script), args=[_quoted(a) for a in job.args], entrypoint=job.entrypoint)
     return Script(path=job.script, args=list(job.args), entrypoint=job.entrypoint)
+
+
+def _quoted(word: str) -> str:
+    """``word`` shell-quoted, unless it is marked to reach the shell as it is (torchx's
+    ``_noquote``: a sweep's ``$SLURM_ARRAY_TASK_ID`` path, nemo_runspec.sweep.array)."""
+    import shlex
+
+    from torchx.components.dist import _noquote
+
+    return word if isinstance(word, _noquote) else shlex.quote(word)
 
 
 def launch_for(job: PreparedJob, base_dir: str | os.PathLike[str], executor: Any = None) -> Any:

@@ -402,12 +402,14 @@ def native_version_gate(kind: str, cfg: Any, native_module: str, script: str) ->
 
 
 def main(kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
-         native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
+         native_run: Callable[[dict[str, Any], list[str]], int],
+         nothing_to_do: Callable[[Any], str | None] | None = None) -> int:
     """Entry point of a recipe ``train.py``: load config, choose the backend, run; returns the exit code.
 
     ``script`` is the recipe's own path (its runspec ``image`` is named when the
     native backend is missing); ``native_run`` gets :func:`native_config` and the
-    ``key=value`` extras.
+    ``key=value`` extras. ``nothing_to_do`` looks at the loaded config first: a line
+    it returns is printed as the run's summary and the stage ends with 0.
 
     User errors print one ``error: ...`` line on stderr (exit 2 for config/data
     problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
@@ -417,11 +419,12 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
 
     return outcome.run(f"nano3/{kind}", lambda report: _main(report, kind, argv, description=description,
                                                              native_module=native_module, script=script,
-                                                             native_run=native_run))
+                                                             native_run=native_run, nothing_to_do=nothing_to_do))
 
 
 def _main(report: Any, kind: str, argv: list[str] | None, *, description: str, native_module: str, script: str,
-          native_run: Callable[[dict[str, Any], list[str]], int]) -> int:
+          native_run: Callable[[dict[str, Any], list[str]], int],
+          nothing_to_do: Callable[[Any], str | None] | None = None) -> int:
     args, extra = parse_args(description, argv)
     debug = os.environ.get("NEMOTRON_DEBUG") == "1"
     name = f"nano3/{kind}"
@@ -430,7 +433,13 @@ def _main(report: Any, kind: str, argv: list[str] | None, *, description: str, n
         if unknown:
             raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
                               hint="train.py takes --config PATH and key=value overrides")
-        cfg = reference_sft_layout(load_config(args.config, extra), kind)
+        loaded = load_config(args.config, extra)
+        said = nothing_to_do(loaded) if nothing_to_do is not None else None
+        if said:
+            print(said, flush=True)
+            report.summary(said)
+            return 0
+        cfg = reference_sft_layout(loaded, kind)
         # first, before the (slow) native import: the image's library versions against the table,
         # then the starting model's format against what that backend loads
         from .formats import check_model_input

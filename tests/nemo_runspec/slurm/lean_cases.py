@@ -138,11 +138,11 @@ def _experiment(job, base_dir: Path):
 
 
 def _task(job):
-    import nemo_run as run
-    from nemo_run.config import USE_WITH_RAY_CLUSTER_KEY
+    """The job's nemo-run task as the lean path builds it (its words quoted for a direct
+    task): both ways run the same task, what is compared is how it is launched."""
+    from nemo_runspec.slurm.render import task_for
 
-    meta = {USE_WITH_RAY_CLUSTER_KEY: True} if job.is_ray else {}
-    return run.Script(path=job.script, args=list(job.args), entrypoint=job.entrypoint, metadata=meta)
+    return task_for(job)
 
 
 def files_of(root: Path) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 import time
@@ -110,3 +111,26 @@ def test_no_engine_is_one_line(project):
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and "docker" in lines[0] and "Traceback" not in proc.stderr
     assert not list((project[0] / "home").rglob(".nemotron-secrets.env"))
+
+
+def _container_and_log(stderr: str) -> tuple[str, str]:
+    return (re.search(r"^container: (\S+)$", stderr, re.M).group(1), re.search(r"^log: (\S+)$", stderr, re.M).group(1))
+
+
+def test_run_in_a_container_ends_with_how_it_ended(engine_project):
+    """As a Slurm job's (docs/execution.md, "How a job ends"): the job's last line (it wrote
+    no outcome line), then the container's state and exit code, then its log."""
+    ok = _nemotron(engine_project, "--run", "dk")
+    assert ok.returncode == 0, ok.stderr
+    container, log = _container_and_log(ok.stderr)
+    assert "config: greeting: hi" in ok.stdout
+    assert ok.stderr.rstrip("\n").splitlines()[-3:] == [
+        ok.stdout.rstrip("\n").splitlines()[-1],  # what the job printed last
+        f"job {container}: COMPLETED (exit code 0); the job wrote no outcome line: the line above is the last "
+        "line in its log",
+        f"  log:       {log}"]
+    failed = _nemotron(engine_project, "--run", "dk", EXIT_WITH="3")
+    assert failed.returncode == 3, failed.stderr
+    container, log = _container_and_log(failed.stderr)
+    assert failed.stderr.rstrip("\n").splitlines()[-3:] == [
+        "exit code 3", f"job {container}: FAILED (exit code 3)", f"  log:       {log}"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nemo_runspec import outcome
 from nemo_runspec.artifact_registry import ArtifactRegistry, set_registry
 from nemo_runspec.errors import ConfigError
 from nemotron.training import bridge_lines as bl
@@ -179,8 +180,25 @@ def test_convert_with_matching_formats_has_nothing_to_do(tmp_path):
     r = subprocess.run([sys.executable, str(CONVERT), "--config", str(CONVERT.parent / "config/convert/tiny.yaml")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == ("nano3/convert: nothing to convert: formats already match (fallback-pt -> "
-                                "fallback-pt): the next stage reads the model as it is")
+    said = ("nano3/convert: nothing to convert: formats already match (fallback-pt -> fallback-pt): the next "
+            "stage reads the model as it is")
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == said
+    # the log's last line says how the job ended (docs/execution.md, "How a job ends")
+    assert len(lines) == 2 and lines[1].startswith("nemotron-outcome: ")
+    ended = outcome.parse_line(lines[1])
+    assert (ended.ok, ended.exit_code, ended.message, ended.recipe) == (True, 0, said, "nano3/convert")
+
+
+def test_convert_with_a_config_that_cannot_load_ends_with_its_outcome_line(tmp_path):
+    r = subprocess.run([sys.executable, str(CONVERT), "--config", str(tmp_path / "absent.yaml")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    [error] = r.stderr.strip().splitlines()
+    assert error.startswith("error: ") and "absent.yaml" in error
+    ended = outcome.parse_line(r.stdout.strip().splitlines()[-1])
+    assert (ended.ok, ended.exit_code, ended.message) == (False, 2, error)
 
 
 def test_convert_refuses_a_fallback_checkpoint_before_importing_anything(tmp_path):

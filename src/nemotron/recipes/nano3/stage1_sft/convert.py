@@ -29,7 +29,7 @@ published as ``publish.name`` (format ``hf``) for ``nano3 rl``.
 First the installed Megatron-Bridge is checked against the compatibility table and the
 input's format against ``megatron-dist`` (one line and exit 2 when either is wrong).
 When ``convert.input_format`` equals ``convert.output_format`` (the CPU fallback chain)
-there is nothing to convert: one line, exit 0. See docs/training.md.
+there is nothing to convert: that line, then the outcome line, exit 0. See docs/training.md.
 """
 
 from __future__ import annotations
@@ -42,17 +42,18 @@ BACKEND = "megatron.bridge"
 
 def main(argv: list[str] | None = None) -> int:
     """Load the config, check versions and formats, export; returns the process exit code."""
-    from nemotron.training.convert import nothing_to_convert
-    from nemotron.training.entry import load_config, parse_args
     from nemotron.training.entry import main as entry_main
 
-    args, extra = parse_args(__doc__.splitlines()[0], argv)
-    why = nothing_to_convert(load_config(args.config, extra))
-    if why:
-        print(f"nano3/convert: nothing to convert: {why}", flush=True)
-        return 0
     return entry_main("convert", argv, description=__doc__.splitlines()[0], native_module=BACKEND,
-                      script=__file__, native_run=_run)
+                      script=__file__, native_run=_run, nothing_to_do=_nothing_to_do)
+
+
+def _nothing_to_do(cfg: Any) -> str | None:
+    """The line that says the formats already match (the stage then ends with 0), or None."""
+    from nemotron.training.convert import nothing_to_convert
+
+    why = nothing_to_convert(cfg)
+    return f"nano3/convert: nothing to convert: {why}" if why else None
 
 
 def _run(container: dict[str, Any], extra: list[str]) -> int:
