@@ -375,7 +375,7 @@ def collect_errors(path: str | PathLike[str]) -> list[RunspecError]:
     validation problems of the table (block-level problems such as invalid TOML
     are still a single error). Not cached. Used by ``nemotron runspec validate``.
     """
-    shown = os.fspath(path)
+    shown = _as_path(path, "collect_errors")
     try:
         text, real = _read(shown)
     except RunspecError as exc:
@@ -390,22 +390,26 @@ def _first(errors: list[RunspecError]) -> RunspecError:
 
 
 def _read(shown: str) -> tuple[str, str]:
+    from nemo_runspec.files import read_bytes
+
     real = os.path.realpath(shown)
-    try:
-        with open(real, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise RunspecError("script not found", path=shown) from None
-    except IsADirectoryError:
-        raise RunspecError("is a directory, not a script", path=shown) from None
-    except OSError as exc:
-        raise RunspecError(f"cannot read script: {exc.strerror or exc}", path=shown) from None
+    raw = read_bytes(shown, what="script", error=RunspecError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise RunspecError("script is not valid UTF-8", path=shown, line=line) from None
     return text, real
+
+
+def _as_path(path: Any, caller: str) -> str:
+    """``path`` (``str`` or ``os.PathLike``) as a string; anything else is a TypeError saying what it got."""
+    if isinstance(path, str):
+        return path
+    if isinstance(path, (PathLike, bytes)):
+        return os.fsdecode(path)
+    raise TypeError(f"{caller}() takes the path of a script (str or os.PathLike), got "
+                    f"{type(path).__name__} {path!r:.60}")
 
 
 _CACHE: dict[tuple[str, int, int], Runspec] = {}
@@ -421,7 +425,7 @@ def parse(path: str | PathLike[str]) -> Runspec:
     ``config_dir`` is resolved against its directory. Raises
     :class:`RunspecError` for a missing/unreadable file or invalid metadata.
     """
-    shown = os.fspath(path)
+    shown = _as_path(path, "parse")
     real = os.path.realpath(shown)
     try:
         st = os.stat(real)

@@ -98,14 +98,14 @@ def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
         if path is None:
             raise not_found_error(None)
     path = Path(path)
+    from nemo_runspec.files import read_bytes
+
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
-    except IsADirectoryError:
-        raise EnvFileError("is a directory, not an env.toml file", path=path) from None
-    except OSError as exc:
-        raise EnvFileError(f"cannot read env file: {exc.strerror or exc}", path=path) from None
+        raw = read_bytes(path, what="env file", error=EnvFileError)
+    except EnvFileError as exc:
+        if exc.problem == "env file not found":
+            raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
+        raise
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

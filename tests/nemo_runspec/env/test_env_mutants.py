@@ -169,7 +169,8 @@ def test_missing_and_unreadable_env_files(tmp_path: Path) -> None:
     assert _whole(_err(lambda: load_env_file(missing))) == (
         f"env file {str(missing)!r} does not exist", str(missing), None, None, CREATE_HINT)
     assert _whole(_err(lambda: load_env_file(tmp_path))) == (
-        "is a directory, not an env.toml file", str(tmp_path), None, None, None)
+        "env file is a directory, not a regular file", str(tmp_path), None, None,
+        "give the path of a regular env file")
     fifo_parent = tmp_path / "f"
     fifo_parent.write_text("")
     notdir = fifo_parent / "env.toml"  # a path under a file: NotADirectoryError, an OSError
