@@ -25,6 +25,7 @@ from nemo_runspec._cmd import PLACEHOLDERS, template_problems
 from nemo_runspec._models import (
     LAUNCH_SYNONYMS,
     LAUNCH_VALUES,
+    NAME_MAX,
     SUPPORTED_SCHEMAS,
     Runspec,
     RunspecConfig,
@@ -206,6 +207,10 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         name = None
     else:
         name = chk.string(data, "name", "name", None)
+        if name is not None and len(name) > NAME_MAX:
+            chk.fail("name", f"'name' is {len(name)} characters long; at most {NAME_MAX}",
+                     "it names the job's directories and log files, whose names must fit in 255 bytes")
+            name = None
 
     docs = chk.string(data, "docs", "docs", None)
     image = chk.string(data, "image", "image", None)

@@ -14,6 +14,19 @@ from __future__ import annotations
 
 from os import PathLike
 
+#: Characters of a problem and of a hint shown in one error line; the middle of a
+#: longer text is left out (a 1,000-profile cycle, a megabyte of bad input).
+MAX_PROBLEM, MAX_HINT = 1000, 500
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text``, or its start and end with ``... (N characters left out) ...`` between."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 40
+    head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3:]
+    return f"{head} ... ({len(text) - len(head) - len(tail)} characters left out) ... {tail}"
+
 
 class NemoRunspecError(Exception):
     """Base class for all user-facing errors raised by nemo_runspec."""
@@ -40,9 +53,9 @@ class NemoRunspecError(Exception):
         if self.path is not None:
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
-        text = f"{where}{self.problem}"
+        text = f"{where}{shorten(self.problem, MAX_PROBLEM)}"
         if self.hint:
-            text += f" ({self.hint})"
+            text += f" ({shorten(self.hint, MAX_HINT)})"
         return " ".join(text.split("\n"))
 
     def __reduce__(self):  # keep picklable (Ray, multiprocessing)

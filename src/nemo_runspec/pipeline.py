@@ -139,9 +139,14 @@ def select_stages(steps: Sequence[Step], names: str | None) -> list[Step]:
         if ":" in part:
             first, _, last = part.partition(":")
             lo, hi = index(first) if first else 0, index(last) if last else len(order) - 1
+            if lo > hi:
+                raise CLIUsageError(f"stage range {part!r} is reversed: {first} runs after {last}",
+                                    hint=f"write {last}:{first}; stages in order: {', '.join(order)}")
             chosen |= set(order[lo: hi + 1])
         else:
             chosen.add(order[index(part)])
+    if not chosen:
+        raise CLIUsageError(f"--stages {names!r} names no stage", hint=f"stages: {', '.join(order)}")
     return [s for s in steps if s.name in chosen]
 
 

@@ -32,6 +32,8 @@ ExecutorName = Literal["local", "slurm", "docker", "skypilot", "dgxcloud", "lept
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
 SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
 
+#: Longest job_name_prefix: with a runspec name (at most 128) it keeps log file names under 255 bytes.
+JOB_NAME_PREFIX_MAX = 64
 # Slurm --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 _SLURM_TIME = re.compile(
     r"^(?:\d+|\d+:[0-5]?\d|\d+:[0-5]?\d:[0-5]?\d"
@@ -283,6 +285,11 @@ class EnvProfileModel(BaseModel):
         # (which may be unset): there is no job name without a prefix.
         if v == "":
             raise ValueError("must not be empty (remove it for the default \"nemotron-\")")
+        if v is not None and len(v) > JOB_NAME_PREFIX_MAX:
+            # The job's log files are named log-<prefix><recipe>_<job id>_<attempt>.out: a file
+            # name over 255 bytes makes the job fail on the node before it writes any log.
+            raise ValueError(f"is {len(v)} characters long; at most {JOB_NAME_PREFIX_MAX} (it is part of the "
+                             "job's log file names, which must fit in 255 bytes)")
         return v
 
     @field_validator("git_mounts")

@@ -234,7 +234,8 @@ def test_extends_errors_whole(tmp_path: Path) -> None:
     assert _whole(load('[pp]\nexecutor="slurm"\n[q]\nextends = "p"\n')) == (
         "[q] extends unknown profile 'p'", str(path), 4, "extends", "did you mean 'pp'?; valid: pp, q")
     assert _whole(load('[p]\nextends="q"\n[q]\nextends = "p"\n')) == (
-        "extends cycle: q -> p -> q", str(path), 2, "extends", None)
+        "extends cycle of 2 profile(s): p -> q -> p", str(path), 2, "extends",
+        "one profile of the cycle must not extend another")
 
 
 def test_unknown_profile_errors_whole(tmp_path: Path) -> None:
