@@ -362,6 +362,9 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
             raise ConfigError(f"unknown argument(s) {' '.join(unknown)}",
                               hint="train.py takes --config PATH and key=value overrides")
         cfg = reference_sft_layout(load_config(args.config, extra), kind)
+        from .schema import check_config
+
+        check_config(cfg, kind, files=[args.config])  # a hand-edited train.yaml, before anything runs
         warn_unused_keys(cfg, kind, args.config)
         backend = choose_backend(cfg, native_module)
         if backend == "native":
