@@ -99,6 +99,11 @@ class SubmissionError(ExecutionError):
     """The scheduler rejected a job; ``problem`` holds the scheduler's own message."""
 
 
+class DiskFullError(ExecutionError):
+    """A write failed because a file system is full (or a quota is used up): an execution
+    error wherever it happens (exit 1), naming the path and the file system."""
+
+
 class PackagingError(ExecutionError):
     """Code could not be packaged (e.g. uncommitted changes with the git packager)."""
 

@@ -86,8 +86,9 @@ def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path
         from nemo_runspec.paths import path_error
 
         where = exc.filename or "the output directory"
-        print(f"error: {path_error(exc, where, 'write data-prep output to')}", file=sys.stderr)
-        return 2
+        error = path_error(exc, where, "write data-prep output to")
+        print(f"error: {error}", file=sys.stderr)
+        return 1 if isinstance(error, ExecutionError) else 2  # a full disk is an execution error
     except Exception as exc:  # a bug or a fault nobody foresaw: still one line, the traceback on request
         if debug:
             raise
