@@ -36,6 +36,7 @@ from nemo_runspec._pep723 import BLOCK_TYPE, Block, find_block
 from nemo_runspec._suggest import closest, did_you_mean
 from nemo_runspec._toml_lines import deepest_line, line_map
 from nemo_runspec.errors import RunspecError
+from nemo_runspec.secrets import looks_like_credential
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
 
@@ -214,7 +215,11 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
 
     docs = chk.string(data, "docs", "docs", None)
     image = chk.string(data, "image", "image", None)
-    if image is not None and (reason := script_values.problem("image", image)):
+    if image is not None and looks_like_credential(image):
+        chk.fail("image", "'image' holds what looks like a credential (value not shown), and Slurm shows the "
+                 "image to every user", "log in to the registry on the cluster (enroot credentials) instead")
+        image = None
+    elif image is not None and (reason := script_values.problem("image", image)):
         chk.fail("image", f"invalid image: {reason}", "an image reference has no spaces or shell characters")
         image = None
     setup = data.get("setup")

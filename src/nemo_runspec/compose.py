@@ -186,7 +186,7 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
         env["NEMOTRON_ENV_FILE"] = str(job.env_file.path)
     env["NEMOTRON_JOB_DIR"] = job_dir
     marked = marked_names(job.run_env)  # the profile's secret_env_vars / public_env_vars
-    secrets = {k: v for k, v in env.items() if is_secret_env(k, marked)}
+    secrets = {k: v for k, v in env.items() if is_secret_env(k, marked, v)}
     plain = {k: v for k, v in env.items() if k not in secrets}
     nproc = local_nproc(job.run_env, job.launch)
     # run.setup / run.cmd: the same launch files as a direct local run (docs/runspec/v1/spec.md §7)

@@ -6,6 +6,10 @@ problem is (``path``, ``line``, ``key``) and how to fix it (``hint``), and its
 
     path:line: problem (hint)
 
+of bounded length, in which credential-shaped values (``hf_...``, a URL's
+password) are masked (:func:`nemo_runspec.secrets.redact_shapes`), whoever
+wrote the message.
+
 The CLI prints exactly that line and exits non-zero; the traceback is shown only
 with ``--debug`` or ``NEMOTRON_DEBUG=1``.
 """
@@ -56,7 +60,9 @@ class NemoRunspecError(Exception):
         text = f"{where}{shorten(self.problem, MAX_PROBLEM)}"
         if self.hint:
             text += f" ({shorten(self.hint, MAX_HINT)})"
-        return " ".join(text.split("\n"))
+        from nemo_runspec.secrets import redact_shapes  # a leaf too; no message shows a credential
+
+        return redact_shapes(" ".join(text.split("\n")))
 
     def __reduce__(self):  # keep picklable (Ray, multiprocessing)
         return (

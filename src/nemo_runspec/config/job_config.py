@@ -498,7 +498,7 @@ def warn_credential_shaped(data: Any, allowed: set[str] | None = None, path: str
     if isinstance(data, Mapping):
         for key, value in data.items():
             where = f"{path}.{key}" if path else str(key)
-            if key == "env_sources" or (isinstance(key, str) and is_secret_name(key)):
+            if key == "env_sources" or (isinstance(key, str) and is_secret_name(key)) or where == "run.env.env_vars":
                 continue
             warn_credential_shaped(value, allowed, where)
     elif isinstance(data, list):

@@ -547,6 +547,11 @@ def apply_overrides(
     parsed = [parse_override(o, source=source) for o in overrides]
     for ov in parsed:
         if ov.problem is not None and ov.text is not None:
+            from nemo_runspec.secrets import is_secret_env
+
+            if is_secret_env(str(ov.key or "").rsplit(".", 1)[-1], value=ov.text):  # never echo a secret
+                raise ConfigError(f"invalid value in the override of {ov.key} (value not shown){where}: {ov.problem}",
+                                  key=ov.key, hint=f"to pass it as text, quote it: '{ov.key}=\"...\"'")
             raise ConfigError(
                 f"invalid value in override {_show(ov.raw)}{where}: {ov.problem}",
                 key=ov.key,

@@ -116,8 +116,10 @@ def split_env_vars(
     when it is set and the job refers to Hugging Face (an ``hf://`` path, a
     ``huggingface`` name, or ``HF_HOME`` in the env). ``NEMOTRON_ARTIFACTS_ROOT``
     hands the job the artifact registry's root (:func:`artifacts_root_for_job`).
-    No network call is made. Every entry whose name looks secret
-    (:func:`~nemo_runspec.secrets.is_secret_name`) goes to ``secrets``.
+    No network call is made. Every entry the secret rule calls secret
+    (:func:`~nemo_runspec.secrets.is_secret_env`: a secret-looking name, or a
+    credential-shaped value such as ``hf_...`` or a URL with a password, under any
+    name) goes to ``secrets``.
 
     ``wandb_section`` and ``registry`` come from the command's env.toml; when
     None they are discovered.
@@ -151,8 +153,8 @@ def split_env_vars(
         merged["HF_TOKEN"] = environ["HF_TOKEN"]
 
     marked = marked_names(env)  # the profile's secret_env_vars / public_env_vars
-    plain = {k: v for k, v in merged.items() if not is_secret_env(k, marked)}
-    secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked)}
+    secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked, v)}  # by name or by shape
+    plain = {k: v for k, v in merged.items() if k not in secrets}
     return plain, secrets
 
 

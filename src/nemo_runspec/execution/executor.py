@@ -104,8 +104,8 @@ def create_executor(
     values = profile_values(env, validate=True)
     env_vars = dict(env_vars or {})
     marked = marked_names(values)  # the profile's secret_env_vars / public_env_vars, as everywhere
-    for name in env_vars:
-        if is_secret_env(name, marked):
+    for name, value in env_vars.items():
+        if is_secret_env(name, marked, value):
             raise ExecutionError(
                 f"secret {name} passed in env_vars, which the job script would show",
                 hint="split them off: plain, secrets = build_env_vars(job_config, env, split=True); "

@@ -373,7 +373,7 @@ def test_a_profile_reads_like_the_reference_dict(tmp_path: Path) -> None:
 
 
 def test_to_dict_and_redaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "hf_abcdefghijklmnop1234"
+    secret = "plain-secret-abcdefghijklmnop1234"  # not credential-shaped: a startup command may show it
     prof = _profile(tmp_path, f'[dev]\nexecutor="slurm"\nenv_vars={{HF_TOKEN="{secret}"}}\n'
                               f'startup_commands=["echo {secret}"]\n')
     monkeypatch.chdir(tmp_path)
