@@ -219,7 +219,7 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         chk.fail("image", "'image' holds what looks like a credential (value not shown), and Slurm shows the "
                  "image to every user", "log in to the registry on the cluster (enroot credentials) instead")
         image = None
-    elif image is not None and (reason := script_values.problem("image", image)):
+    elif image is not None and (reason := _interpolated_problem(image, "image")):
         chk.fail("image", f"invalid image: {reason}", "an image reference has no spaces or shell characters")
         image = None
     setup = data.get("setup")
@@ -280,6 +280,8 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         elif not isinstance(value, str):
             chk.fail(key, f"'{key}' must be a string, got {_type_name(value)}",
                      _quote_hint(value) or "environment values are strings")
+        elif problem := _dollar_problem(value):
+            chk.fail(key, f"'{key}': {problem}", "write $$ for a literal $; see \"$ in values\" in docs/env-toml.md")
         else:
             env[var] = value
 
@@ -288,6 +290,29 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
     spec = Runspec(name=name, script_path=Path(script_path), schema=schema, docs=docs,  # type: ignore[arg-type]
                    image=image, setup=setup, run=run, config=config, resources=resources, env=env)
     return spec, []
+
+
+_OC_ENV = re.compile(r"(?<!\\)\$\{oc\.env:[^}]*\}")
+
+
+def _interpolated_problem(value: str, kind: str) -> str | None:
+    """Why ``value`` (a runspec value nemo-run pastes into the batch script) is refused: a
+    resolver other than ``${oc.env:...}``, or, with those stood in for by a plain word (they
+    are resolved when the job is built, and the result is checked again), a character its
+    Slurm meaning cannot hold."""
+    from nemo_runspec.dollar import resolver_problem
+
+    problem = resolver_problem(value)
+    if problem is not None:
+        return problem
+    reason = script_values.problem(kind, _OC_ENV.sub("x", value))
+    return reason.replace(repr(_OC_ENV.sub("x", value)), repr(value), 1) if reason else None
+
+
+def _dollar_problem(value: str) -> str | None:
+    from nemo_runspec.dollar import env_value_problem, resolver_problem
+
+    return resolver_problem(value) or env_value_problem(_OC_ENV.sub("x", value))
 
 
 def _setup_commands(chk: Any, run_t: Mapping[str, Any]) -> tuple[str, ...]:

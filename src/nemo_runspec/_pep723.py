@@ -106,8 +106,10 @@ def find_block(text: str, path: str) -> Block:
 
 def _unclosed(lines: list[str], opener: int, stop: int, path: str) -> RunspecError:
     """The error for a ``script`` block whose comment lines end (at ``stop``, 0-based)
-    before a closing ``# ///``: when a closer follows, the line at ``stop`` is what broke
-    the block, and the error points at it; else the block is never closed."""
+    before a closing ``# ///``: when a closer follows and the line at ``stop`` is a
+    comment line gone wrong (a tab or no space after ``#``, indented, empty), that line
+    broke the block and the error points at it; else (code follows the comments) the
+    block is never closed, and the error says where its comment lines stop."""
     later = None
     for k in range(stop, len(lines)):
         if lines[k] == _CLOSER:
@@ -115,18 +117,17 @@ def _unclosed(lines: list[str], opener: int, stop: int, path: str) -> RunspecErr
             break
         if _OPENER.fullmatch(lines[k]):
             break  # a closer after this one is that block's
-    if stop < len(lines) and later is not None and not _OPENER.fullmatch(lines[stop]):
-        bad = lines[stop]
+    bad = lines[stop] if stop < len(lines) else ""
+    meant = not bad.strip() or bad.lstrip().startswith("#")  # a comment line gone wrong, not code after the block
+    if stop < len(lines) and later is not None and meant and not _OPENER.fullmatch(bad):
         if bad.startswith("#\t"):
             what, fix = "has a tab after '#'", "write '# ' (a hash and a space) at its start"
         elif not bad.strip():
             what, fix = "is empty", "write '#' alone for an empty line inside the block"
         elif bad.lstrip().startswith("#") and bad[0] != "#":
             what, fix = "is indented", "start the line with '#' in the first column"
-        elif bad.startswith("#"):
-            what, fix = f"has no space after '#' ({bad[:12]!r})", "write '# ' (a hash and a space) at its start"
         else:
-            what, fix = "is not a comment", "prefix it with '# ', or close the block before it with '# ///'"
+            what, fix = f"has no space after '#' ({bad[:12]!r})", "write '# ' (a hash and a space) at its start"
         return RunspecError(
             f"line {stop + 1} of the '# /// {BLOCK_TYPE}' block (lines {opener + 1}-{later + 1}) {what}; every "
             "line of the block is '#' alone or '# ' followed by TOML",

@@ -180,8 +180,13 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
     from nemo_run.core.execution.local import LocalExecutor
 
     job_dir = os.path.join(experiment._exp_dir, task_name)  # nemo-run's dir of a task added under a name
-    env: dict[str, str] = {str(k): str(v) for k, v in (job.runspec.env or {}).items()}
-    env.update({str(k): str(v) for k, v in (job.run_env.get("env_vars") or {}).items()})
+    from nemo_runspec.dollar import expand_all
+    from nemo_runspec.execution.env_vars import runspec_env
+
+    # a local task has no shell in between: expanded here as the job's shell would (nemo_runspec.dollar)
+    env: dict[str, str] = expand_all({**runspec_env(job.runspec), **{str(k): str(v) for k, v in
+                                                                    (job.run_env.get("env_vars") or {}).items()}},
+                                     os.environ)
     if job.env_file is not None:
         env["NEMOTRON_ENV_FILE"] = str(job.env_file.path)
     env["NEMOTRON_JOB_DIR"] = job_dir

@@ -55,7 +55,10 @@ def problem(kind: str, value: str) -> str | None:
         return None
     bad = next((c for c in value if not pattern.fullmatch(c) and c not in ",:[]"), None)
     shown = repr(bad) if bad is not None else "its shape"
-    return f"{value!r} cannot be used in the batch script (because of {shown}); allowed: {allowed}"
+    why = f"{value!r} cannot be used in the batch script (because of {shown}); allowed: {allowed}"
+    if bad == "$":  # docs/env-toml.md, "$ in values"
+        why += "; a $ here is not expanded on the cluster: write ${oc.env:VAR} for a variable of this machine"
+    return why
 
 
 def check(kind: str, value: str) -> str:

@@ -223,7 +223,9 @@ def redact_text(text: str, values: Iterable[str] = (), *, allow: Iterable[str] =
     A credential-shaped token inside one of the ``allow`` strings (values a
     config declared not secret with ``run.not_secret``) is kept.
     """
-    for v in searchable(values):
+    allow = list(allow)
+    kept = set(allow)
+    for v in searchable(v for v in values if v not in kept):  # a value declared not secret stays
         text = text.replace(v, REDACTED)
     return _ASSIGNMENT.sub(_mask_assignment, redact_shapes(text, allow=allow))
 

@@ -22,7 +22,6 @@ BROKEN = {
     "#name = 1": ("has no space after '#' ('#name = 1')", "write '# ' (a hash and a space) at its start"),
     "  # name = 1": ("is indented", "start the line with '#' in the first column"),
     "": ("is empty", "write '#' alone for an empty line inside the block"),
-    "x = 1": ("is not a comment", "prefix it with '# ', or close the block before it with '# ///'"),
 }
 
 
@@ -59,6 +58,13 @@ def test_a_block_that_is_never_closed_names_its_opener_and_where_it_stops() -> N
     with pytest.raises(RunspecError) as exc:
         parse_text("# /// script\n# [tool.runspec]\n", "s.py")
     assert exc.value.problem == "'# /// script' block opened at line 1 is never closed with '# ///'"
+
+
+def test_code_between_the_comments_and_a_closer_ends_the_block() -> None:
+    with pytest.raises(RunspecError) as exc:
+        parse_text("# /// script\n# [tool.runspec]\nimport os\n# ///\n", "s.py")
+    assert (exc.value.line, exc.value.problem) == (1, "'# /// script' block opened at line 1 is never closed with "
+                                                      "'# ///'; its comment lines stop at line 3 ('import os')")
 
 
 def test_a_closer_of_a_later_block_is_not_ours() -> None:

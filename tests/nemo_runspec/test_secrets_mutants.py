@@ -206,7 +206,7 @@ def test_uploaded_file_is_0600_from_creation(tmp_path: Path) -> None:
     remote = tmp_path / "s.env"
     transport = _upload(remote, {"HF_TOKEN": "it's"})
     assert stat.S_IMODE(remote.stat().st_mode) == 0o600
-    assert remote.read_text() == "HF_TOKEN='it'\"'\"'s'\n"
+    assert remote.read_text() == 'HF_TOKEN="it\'s"\n'  # a shell word (nemo_runspec.dollar.shell_word)
     assert "chmod" not in transport.commands[0]
 
 

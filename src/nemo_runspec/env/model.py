@@ -338,10 +338,14 @@ class EnvProfileModel(BaseModel):
     @field_validator("env_vars")
     @classmethod
     def _env_names(cls, v: dict[str, str] | None) -> dict[str, str] | None:
-        for name in v or {}:
-            reason = script_values.problem("env_name", name)
+        from nemo_runspec.dollar import LITERAL_DOLLAR_HINT, env_value_problem
+
+        for name, value in (v or {}).items():
+            reason = script_values.problem("env_name", name) or (
+                f"{name}: {why}; {LITERAL_DOLLAR_HINT}, or compute it in startup_commands"
+                if isinstance(value, str) and (why := env_value_problem(value)) else None)
             if reason:
-                raise ValueError(f"env var name {reason}")
+                raise ValueError(reason if not reason.startswith(name + ":") else f"value of {reason}")
         return v
 
     @field_validator("srun_args")

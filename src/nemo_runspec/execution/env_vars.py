@@ -131,7 +131,7 @@ def split_env_vars(
     if root:
         merged["NEMOTRON_ARTIFACTS_ROOT"] = root
     if runspec is not None:
-        merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
+        merged.update(runspec_env(runspec))
     merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
     if launch_of(runspec) == "torchrun":
         # torchrun's agent logs every rendezvous step at INFO (nemo-run's default),
@@ -148,14 +148,24 @@ def split_env_vars(
         for var, value in settings.items():
             merged.setdefault(var, value)
         if environ.get(key_var) and "WANDB_API_KEY" not in merged:
-            merged["WANDB_API_KEY"] = environ[key_var]
+            merged["WANDB_API_KEY"] = environ[key_var].replace("$", "$$")  # data: no $ of it expands
     if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
-        merged["HF_TOKEN"] = environ["HF_TOKEN"]
+        merged["HF_TOKEN"] = environ["HF_TOKEN"].replace("$", "$$")
 
     marked = marked_names(env)  # the profile's secret_env_vars / public_env_vars
     secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked, v)}  # by name or by shape
     plain = {k: v for k, v in merged.items() if k not in secrets}
     return plain, secrets
+
+
+def runspec_env(runspec: Any) -> dict[str, str]:
+    """The runspec's ``env`` with ``${oc.env:...}`` resolved here, as the job is built (the one
+    rule for ``$``: :mod:`nemo_runspec.dollar`); the rest is the job's shell's."""
+    from nemo_runspec.env.file import interpolate
+
+    script = str(getattr(runspec, "script_path", None) or "runspec")
+    return {str(k): str(interpolate(str(v), ("env", str(k)), lambda _keypath: (script, None)))
+            for k, v in dict(getattr(runspec, "env", {}) or {}).items()}
 
 
 def artifacts_root_for_job(registry: Any = None) -> str | None:

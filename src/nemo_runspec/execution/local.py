@@ -110,9 +110,13 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
         save_configs(job_config, train_config, staging)
         for name, text in launch_files.items():
             (staging / name).write_text(text)
+    from nemo_runspec.dollar import expand_all
+    from nemo_runspec.execution.env_vars import runspec_env
+
     env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in (getattr(runspec, "env", None) or {}).items()})
-    env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
+    # expanded as the job's shell would: $NAME, ${NAME}, ${NAME:-x}; $$ is a $ (nemo_runspec.dollar)
+    env.update(expand_all({**runspec_env(runspec), **{str(k): str(v) for k, v in
+                                                       (run_env.get("env_vars") or {}).items()}}, env))
     env.update(extra_env or {})
     env["NEMOTRON_JOB_DIR"] = str(final)
     print(f"job dir: {final}", file=sys.stderr)

@@ -85,13 +85,14 @@ def test_oc_env_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "env.toml"
     path.write_text('[p]\nexecutor = "slurm"\naccount = "${oc.env:NEMO_T_ACCT}"\n'
                     'partition = "${oc.env:NEMO_T_MISSING,\'dflt\'}"\n'
-                    'env_vars = { X = "a-${oc.env: NEMO_T_ACCT }-\\\\${oc.env:KEEP}", Y = "${oc.env:NEMO_T_MISSING,}" }\n'
-                    'mounts = ["${oc.env:NEMO_T_ACCT}:/m"]\n')
+                    'env_vars = { X = "a-${oc.env: NEMO_T_ACCT }", Y = "${oc.env:NEMO_T_MISSING,}" }\n'
+                    'mounts = ["${oc.env:NEMO_T_ACCT}:/m"]\nstartup_commands = ["echo \\\\${oc.env:KEEP}"]\n')
     prof = envmod.load_env_profile("p", path)
     assert prof.values["account"] == "acct1"
     assert prof.values["partition"] == "dflt"
-    assert prof.values["env_vars"] == {"X": "a-acct1-${oc.env:KEEP}", "Y": ""}
+    assert prof.values["env_vars"] == {"X": "a-acct1", "Y": ""}
     assert prof.values["mounts"] == ["acct1:/m"]
+    assert prof.values["startup_commands"] == ["echo ${oc.env:KEEP}"]  # escaped: the text itself
 
 
 def test_an_unset_variable_without_default_names_key_line_and_fix(tmp_path: Path,
