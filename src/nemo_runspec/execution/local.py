@@ -103,7 +103,8 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     run_env = lookup(job_config, "run", "env", default={}) or {}
     launch = launch_of(runspec)
     train_config = extract_train_config(job_config, for_remote=True)
-    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name)
+    # the profile's job_dir (executor = "local"), else $NEMOTRON_HOME/jobs
+    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name, run_env.get("job_dir") or None)
     nproc = local_nproc(run_env, launch)
     launch_files = local_launch_files(runspec, final, passthrough, launch=launch, nproc=nproc)
     with staged_job_dir(final) as staging:

@@ -16,7 +16,7 @@ from pathlib import Path
 from nemo_runspec import files as _files
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging import cache as _cache
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker
+from nemo_runspec.packaging._archive import DeterministicTar, Ticker, check_utf8_name
 from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
 
@@ -65,6 +65,7 @@ def _match(patterns: list[str], base: Path) -> list[tuple[str, str, os.stat_resu
         for f, st in files:
             a = os.path.abspath(f)
             rel = a[len(prefix):] if a.startswith(prefix) else os.path.relpath(a, base_s)
+            check_utf8_name(rel, a)
             if rel.startswith(".."):
                 raise PackagingError(
                     f"include pattern {pattern!r} matches {f}, which is outside {base}",

@@ -265,7 +265,9 @@ def prepare_job(
     )
     if values.get("git_mounts"):
         _plan_git_mounts(prepared, job, bare_metal=bare_metal)
-    if uses_launch_script(runspec):
+    if uses_launch_script(runspec) or shlex.quote(prepared.script) != prepared.script:
+        # (nemo-run pastes the script's path into srun's command line unquoted: a path with
+        # a space, a quote or a $ starts through the launch script, which quotes it)
         _use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal)
     if values.get("executor") == "slurm":
         from nemo_runspec.slurm import resilience
