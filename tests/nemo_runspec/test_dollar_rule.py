@@ -93,8 +93,9 @@ def test_a_refused_env_value_is_one_line_with_the_fix(tmp_path: Path, value: str
     env = _profile(tmp_path, f'env_vars = {{ V = "{value}" }}\n')
     with pytest.raises(EnvFileError) as exc:
         load_env_profile("c", env)
-    assert exc.value.line == 5 and "\n" not in str(exc.value)
-    assert "write $$ for a literal $" in str(exc.value) and "value of V:" in str(exc.value)
+    assert (exc.value.line, exc.value.key) == (5, "env_vars.V") and "\n" not in str(exc.value)
+    assert str(exc.value).startswith(f"{env}:5: key 'env_vars.V' in [c]: ")
+    assert "(write $$ for a literal $, or compute the value in startup_commands)" in str(exc.value)
 
 
 @pytest.mark.parametrize(("key", "toml"), [

@@ -43,6 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from nemo_runspec._suggest import closest
 from nemo_runspec.config.yaml_io import yaml_loader
 from nemo_runspec.errors import ConfigError
+from nemo_runspec.secrets import is_secret_env
 
 Op = Literal["set", "add", "force", "delete"]
 
@@ -547,16 +548,10 @@ def apply_overrides(
     parsed = [parse_override(o, source=source) for o in overrides]
     for ov in parsed:
         if ov.problem is not None and ov.text is not None:
-            from nemo_runspec.secrets import is_secret_env
-
-            if is_secret_env(str(ov.key or "").rsplit(".", 1)[-1], value=ov.text):  # never echo a secret
-                raise ConfigError(f"invalid value in the override of {ov.key} (value not shown){where}: {ov.problem}",
-                                  key=ov.key, hint=f"to pass it as text, quote it: '{ov.key}=\"...\"'")
-            raise ConfigError(
-                f"invalid value in override {_show(ov.raw)}{where}: {ov.problem}",
-                key=ov.key,
-                hint=_quote_hint(ov.key, ov.text, ov.problem),
-            )
+            hidden = is_secret_env(str(ov.key or "").rsplit(".", 1)[-1], value=ov.text)  # never echo a secret
+            shown = f"the override of {ov.key} (value not shown)" if hidden else f"override {_show(ov.raw)}"
+            raise ConfigError(f"invalid value in {shown}{where}: {ov.problem}", key=ov.key,
+                              hint=_quote_hint(ov.key, "..." if hidden else ov.text, ov.problem))
     data = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(data, dict)
     cache: dict[str, frozenset[str] | None] = {}

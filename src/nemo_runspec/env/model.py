@@ -32,8 +32,6 @@ ExecutorName = Literal["local", "slurm", "docker", "skypilot", "dgxcloud", "lept
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
 SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
 
-#: Longest job_name_prefix: with a runspec name (at most 128) it keeps log file names under 255 bytes.
-JOB_NAME_PREFIX_MAX = 64
 # Slurm --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 _SLURM_TIME = re.compile(
     r"^(?:\d+|\d+:[0-5]?\d|\d+:[0-5]?\d:[0-5]?\d"
@@ -55,7 +53,7 @@ SCRIPT_VALUE_KINDS: dict[str, str] = {
     "mem": "mem",
     "job_name_prefix": "job_name",
     "container_image": "image",
-    **dict.fromkeys(("workdir", "remote_job_dir", "squash_dir"), "path"),  # job_dir: execution.tunnels
+    **dict.fromkeys(("workdir", "remote_job_dir", "squash_dir"), "path"),  # job_dir: env.value_rules
     "host": "host",
 }
 
@@ -285,11 +283,6 @@ class EnvProfileModel(BaseModel):
         # (which may be unset): there is no job name without a prefix.
         if v == "":
             raise ValueError("must not be empty (remove it for the default \"nemotron-\")")
-        if v is not None and len(v) > JOB_NAME_PREFIX_MAX:
-            # The job's log files are named log-<prefix><recipe>_<job id>_<attempt>.out: a file
-            # name over 255 bytes makes the job fail on the node before it writes any log.
-            raise ValueError(f"is {len(v)} characters long; at most {JOB_NAME_PREFIX_MAX} (it is part of the "
-                             "job's log file names, which must fit in 255 bytes)")
         return v
 
     @field_validator("git_mounts")
@@ -338,14 +331,10 @@ class EnvProfileModel(BaseModel):
     @field_validator("env_vars")
     @classmethod
     def _env_names(cls, v: dict[str, str] | None) -> dict[str, str] | None:
-        from nemo_runspec.dollar import LITERAL_DOLLAR_HINT, env_value_problem
-
-        for name, value in (v or {}).items():
-            reason = script_values.problem("env_name", name) or (
-                f"{name}: {why}; {LITERAL_DOLLAR_HINT}, or compute it in startup_commands"
-                if isinstance(value, str) and (why := env_value_problem(value)) else None)
+        for name in v or {}:
+            reason = script_values.problem("env_name", name)
             if reason:
-                raise ValueError(reason if not reason.startswith(name + ":") else f"value of {reason}")
+                raise ValueError(f"env var name {reason}")
         return v
 
     @field_validator("srun_args")

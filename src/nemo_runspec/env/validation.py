@@ -260,17 +260,9 @@ def validate(
         model.model_validate(data, context={"complete": complete})
     except ValidationError as exc:
         raise _validation_error(exc, data, model, section, locate) from None
-    if complete and data.get("executor") == "slurm" and data.get("job_dir") and (
-            (data.get("tunnel") or "local") == "local" or not data.get("remote_job_dir")):
-        from nemo_runspec.errors import LocalPathError
-        from nemo_runspec.script_values import check_cluster_dir
+    from nemo_runspec.env.value_rules import check_values
 
-        try:  # the cluster's job dir: pasted into the batch script (a local run's is any path)
-            check_cluster_dir(str(data["job_dir"]), from_profile=True)
-        except LocalPathError as exc:
-            path, line = locate(("job_dir",))
-            raise EnvFileError(f"key 'job_dir' in {section}: {exc.problem}", path=path, line=line, key="job_dir",
-                               hint=exc.hint) from None
+    check_values(data, section, locate, complete=complete)
 
 
 def validate_layer(
