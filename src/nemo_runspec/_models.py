@@ -19,6 +19,8 @@ Launch = Literal["torchrun", "ray", "direct"]
 
 #: Values accepted for ``run.launch`` after normalisation.
 LAUNCH_VALUES: tuple[str, ...] = ("torchrun", "ray", "direct")
+#: Longest runspec ``name``: it names job directories and Slurm log files (255 bytes each).
+NAME_MAX = 128
 #: Accepted spellings that are normalised to a canonical ``run.launch`` value.
 LAUNCH_SYNONYMS: Mapping[str, str] = MappingProxyType({"python": "direct"})
 #: Runspec schema versions this package understands.

@@ -25,6 +25,7 @@ from nemo_runspec._cmd import PLACEHOLDERS, template_problems
 from nemo_runspec._models import (
     LAUNCH_SYNONYMS,
     LAUNCH_VALUES,
+    NAME_MAX,
     SUPPORTED_SCHEMAS,
     Runspec,
     RunspecConfig,
@@ -35,6 +36,7 @@ from nemo_runspec._pep723 import BLOCK_TYPE, Block, find_block
 from nemo_runspec._suggest import closest, did_you_mean
 from nemo_runspec._toml_lines import deepest_line, line_map
 from nemo_runspec.errors import RunspecError
+from nemo_runspec.secrets import looks_like_credential
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
 
@@ -206,10 +208,18 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         name = None
     else:
         name = chk.string(data, "name", "name", None)
+        if name is not None and len(name) > NAME_MAX:
+            chk.fail("name", f"'name' is {len(name)} characters long; at most {NAME_MAX}",
+                     "it names the job's directories and log files, whose names must fit in 255 bytes")
+            name = None
 
     docs = chk.string(data, "docs", "docs", None)
     image = chk.string(data, "image", "image", None)
-    if image is not None and (reason := script_values.problem("image", image)):
+    if image is not None and looks_like_credential(image):
+        chk.fail("image", "'image' holds what looks like a credential (value not shown), and Slurm shows the "
+                 "image to every user", "log in to the registry on the cluster (enroot credentials) instead")
+        image = None
+    elif image is not None and (reason := _interpolated_problem(image, "image")):
         chk.fail("image", f"invalid image: {reason}", "an image reference has no spaces or shell characters")
         image = None
     setup = data.get("setup")
@@ -271,6 +281,8 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
         elif not isinstance(value, str):
             chk.fail(key, f"'{key}' must be a string, got {_type_name(value)}",
                      _quote_hint(value) or "environment values are strings")
+        elif problem := _dollar_problem(value):
+            chk.fail(key, f"'{key}': {problem}", "write $$ for a literal $; see \"$ in values\" in docs/env-toml.md")
         else:
             env[var] = value
 
@@ -283,6 +295,29 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
                    image=image, setup=setup, run=run, config=config, resources=resources, env=env,
                    scales=scales)
     return spec, []
+
+
+_OC_ENV = re.compile(r"(?<!\\)\$\{oc\.env:[^}]*\}")
+
+
+def _interpolated_problem(value: str, kind: str) -> str | None:
+    """Why ``value`` (a runspec value nemo-run pastes into the batch script) is refused: a
+    resolver other than ``${oc.env:...}``, or, with those stood in for by a plain word (they
+    are resolved when the job is built, and the result is checked again), a character its
+    Slurm meaning cannot hold."""
+    from nemo_runspec.dollar import resolver_problem
+
+    problem = resolver_problem(value)
+    if problem is not None:
+        return problem
+    reason = script_values.problem(kind, _OC_ENV.sub("x", value))
+    return reason.replace(repr(_OC_ENV.sub("x", value)), repr(value), 1) if reason else None
+
+
+def _dollar_problem(value: str) -> str | None:
+    from nemo_runspec.dollar import env_value_problem, resolver_problem
+
+    return resolver_problem(value) or env_value_problem(_OC_ENV.sub("x", value))
 
 
 def _setup_commands(chk: Any, run_t: Mapping[str, Any]) -> tuple[str, ...]:
@@ -380,7 +415,7 @@ def collect_errors(path: str | PathLike[str]) -> list[RunspecError]:
     validation problems of the table (block-level problems such as invalid TOML
     are still a single error). Not cached. Used by ``nemotron runspec validate``.
     """
-    shown = os.fspath(path)
+    shown = _as_path(path, "collect_errors")
     try:
         text, real = _read(shown)
     except RunspecError as exc:
@@ -395,22 +430,26 @@ def _first(errors: list[RunspecError]) -> RunspecError:
 
 
 def _read(shown: str) -> tuple[str, str]:
+    from nemo_runspec.files import read_bytes
+
     real = os.path.realpath(shown)
-    try:
-        with open(real, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise RunspecError("script not found", path=shown) from None
-    except IsADirectoryError:
-        raise RunspecError("is a directory, not a script", path=shown) from None
-    except OSError as exc:
-        raise RunspecError(f"cannot read script: {exc.strerror or exc}", path=shown) from None
+    raw = read_bytes(shown, what="script", error=RunspecError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise RunspecError("script is not valid UTF-8", path=shown, line=line) from None
     return text, real
+
+
+def _as_path(path: Any, caller: str) -> str:
+    """``path`` (``str`` or ``os.PathLike``) as a string; anything else is a TypeError saying what it got."""
+    if isinstance(path, str):
+        return path
+    if isinstance(path, (PathLike, bytes)):
+        return os.fsdecode(path)
+    raise TypeError(f"{caller}() takes the path of a script (str or os.PathLike), got "
+                    f"{type(path).__name__} {path!r:.60}")
 
 
 _CACHE: dict[tuple[str, int, int], Runspec] = {}
@@ -426,7 +465,7 @@ def parse(path: str | PathLike[str]) -> Runspec:
     ``config_dir`` is resolved against its directory. Raises
     :class:`RunspecError` for a missing/unreadable file or invalid metadata.
     """
-    shown = os.fspath(path)
+    shown = _as_path(path, "parse")
     real = os.path.realpath(shown)
     try:
         st = os.stat(real)

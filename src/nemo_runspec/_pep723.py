@@ -79,12 +79,7 @@ def find_block(text: str, path: str) -> Block:
             j += 1
         if close < 0:
             if block_type == BLOCK_TYPE:
-                raise RunspecError(
-                    f"'# /// {BLOCK_TYPE}' block opened at line {i + 1} is never closed with '# ///'",
-                    path=path,
-                    line=i + 1,
-                    hint="end the block with a line that is exactly '# ///'",
-                )
+                raise _unclosed(lines, i, j, path)
             i += 1
             continue
         if block_type == BLOCK_TYPE:
@@ -107,6 +102,44 @@ def find_block(text: str, path: str) -> Block:
             hint="PEP 723 allows one block per type; merge them into one",
         )
     return Block(found[0][0], found[0][1])
+
+
+def _unclosed(lines: list[str], opener: int, stop: int, path: str) -> RunspecError:
+    """The error for a ``script`` block whose comment lines end (at ``stop``, 0-based)
+    before a closing ``# ///``: when a closer follows and the line at ``stop`` is a
+    comment line gone wrong (a tab or no space after ``#``, indented, empty), that line
+    broke the block and the error points at it; else (code follows the comments) the
+    block is never closed, and the error says where its comment lines stop."""
+    later = None
+    for k in range(stop, len(lines)):
+        if lines[k] == _CLOSER:
+            later = k
+            break
+        if _OPENER.fullmatch(lines[k]):
+            break  # a closer after this one is that block's
+    bad = lines[stop] if stop < len(lines) else ""
+    meant = not bad.strip() or bad.lstrip().startswith("#")  # a comment line gone wrong, not code after the block
+    if stop < len(lines) and later is not None and meant and not _OPENER.fullmatch(bad):
+        if bad.startswith("#\t"):
+            what, fix = "has a tab after '#'", "write '# ' (a hash and a space) at its start"
+        elif not bad.strip():
+            what, fix = "is empty", "write '#' alone for an empty line inside the block"
+        elif bad.lstrip().startswith("#") and bad[0] != "#":
+            what, fix = "is indented", "start the line with '#' in the first column"
+        else:
+            what, fix = f"has no space after '#' ({bad[:12]!r})", "write '# ' (a hash and a space) at its start"
+        return RunspecError(
+            f"line {stop + 1} of the '# /// {BLOCK_TYPE}' block (lines {opener + 1}-{later + 1}) {what}; every "
+            "line of the block is '#' alone or '# ' followed by TOML",
+            path=path, line=stop + 1, hint=fix)
+    at_end = stop >= len(lines) or (stop == len(lines) - 1 and not lines[stop])
+    where = "" if at_end else f"; its comment lines stop at line {stop + 1} ({lines[stop][:30]!r})"
+    return RunspecError(
+        f"'# /// {BLOCK_TYPE}' block opened at line {opener + 1} is never closed with '# ///'{where}",
+        path=path,
+        line=opener + 1,
+        hint="end the block with a line that is exactly '# ///'",
+    )
 
 
 def has_opener(text: str) -> bool:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+#: Valid choices named in a hint; a longer list ends in "... (N more)".
+LISTED = 20
+
 
 def closest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
     """Return the candidate closest to ``word`` or None when nothing is close."""
     pool = [c for c in candidates if isinstance(c, str)]
+    word = word[:200]  # difflib is quadratic in the word's length
     matches = difflib.get_close_matches(word, pool, n=1, cutoff=cutoff)
     if matches:
         return matches[0]
@@ -29,7 +33,8 @@ def did_you_mean(word: str, candidates: Iterable[str], *, listing: bool = False)
         parts.append(f"did you mean '{best}'?")
     if listing or best is None:
         if pool:
-            parts.append("valid: " + ", ".join(pool))
+            shown = pool if len(pool) <= LISTED else [*pool[:LISTED], f"... ({len(pool) - LISTED} more)"]
+            parts.append("valid: " + ", ".join(shown))
     return "; ".join(parts) if parts else None
 
 

@@ -180,13 +180,18 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
     from nemo_run.core.execution.local import LocalExecutor
 
     job_dir = os.path.join(experiment._exp_dir, task_name)  # nemo-run's dir of a task added under a name
-    env: dict[str, str] = {str(k): str(v) for k, v in (job.runspec.env or {}).items()}
-    env.update({str(k): str(v) for k, v in (job.run_env.get("env_vars") or {}).items()})
+    from nemo_runspec.dollar import expand_all
+    from nemo_runspec.execution.env_vars import runspec_env
+
+    # a local task has no shell in between: expanded here as the job's shell would (nemo_runspec.dollar)
+    env: dict[str, str] = expand_all({**runspec_env(job.runspec), **{str(k): str(v) for k, v in
+                                                                    (job.run_env.get("env_vars") or {}).items()}},
+                                     os.environ)
     if job.env_file is not None:
         env["NEMOTRON_ENV_FILE"] = str(job.env_file.path)
     env["NEMOTRON_JOB_DIR"] = job_dir
     marked = marked_names(job.run_env)  # the profile's secret_env_vars / public_env_vars
-    secrets = {k: v for k, v in env.items() if is_secret_env(k, marked)}
+    secrets = {k: v for k, v in env.items() if is_secret_env(k, marked, v)}
     plain = {k: v for k, v in env.items() if k not in secrets}
     nproc = local_nproc(job.run_env, job.launch)
     # run.setup / run.cmd: the same launch files as a direct local run (docs/runspec/v1/spec.md §7)

@@ -107,13 +107,10 @@ def read_name(path: str | os.PathLike[str]) -> str | None:
     line) when the block is there but its TOML or ``name`` is not usable.
     """
     from nemo_runspec.errors import RunspecError
+    from nemo_runspec.files import read_bytes
 
     shown = os.fspath(path)
-    try:
-        with open(shown, "rb") as fh:
-            head = fh.read(HEAD_BYTES)
-    except OSError as exc:
-        raise RunspecError(f"cannot read script: {exc.strerror or exc}", path=shown) from None
+    head = read_bytes(shown, what="script", limit=HEAD_BYTES, head=True, error=RunspecError)
     if _OPENER.search(head) is None:
         return None
     from nemo_runspec._pep723 import find_block  # PEP 723's rules, as parse() reads the block
@@ -161,8 +158,11 @@ def scan(directory: RecipeDir) -> tuple[list[FoundRecipe], list[str]]:
                     "(create it, or stop naming it there)"]
     found: list[FoundRecipe] = []
     problems: list[str] = []
+    from nemo_runspec.files import walk
+
     base_depth = len(root.parts)
-    for current, dirs, files in os.walk(root):
+    loops: list[str] = []
+    for current, dirs, files in walk(root, on_loop=lambda loop: loops.append(loop.problem())):
         depth = len(Path(current).parts) - base_depth
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")) and d not in SKIP_DIRS
                          and depth < MAX_DEPTH)
@@ -177,7 +177,7 @@ def scan(directory: RecipeDir) -> tuple[list[FoundRecipe], list[str]]:
                 continue
             if name is not None:
                 found.append(FoundRecipe(name=name, path=path.absolute(), origin=directory.origin))
-    return found, problems
+    return found, problems + [f"{directory.origin}: {loop} (not searched)" for loop in loops]
 
 
 def discover(dirs: Iterable[RecipeDir]) -> Discovery:

@@ -6,6 +6,10 @@ problem is (``path``, ``line``, ``key``) and how to fix it (``hint``), and its
 
     path:line: problem (hint)
 
+of bounded length, in which credential-shaped values (``hf_...``, a URL's
+password) are masked (:func:`nemo_runspec.secrets.redact_shapes`), whoever
+wrote the message.
+
 The CLI prints exactly that line and exits non-zero; the traceback is shown only
 with ``--debug`` or ``NEMOTRON_DEBUG=1``.
 """
@@ -14,6 +18,19 @@ from __future__ import annotations
 
 import os
 from os import PathLike
+
+#: Characters of a problem and of a hint shown in one error line; the middle of a
+#: longer text is left out (a 1,000-profile cycle, a megabyte of bad input).
+MAX_PROBLEM, MAX_HINT = 1000, 500
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text``, or its start and end with ``... (N characters left out) ...`` between."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 40
+    head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3:]
+    return f"{head} ... ({len(text) - len(head) - len(tail)} characters left out) ... {tail}"
 
 
 class NemoRunspecError(Exception):
@@ -41,10 +58,12 @@ class NemoRunspecError(Exception):
         if self.path is not None:
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
-        text = f"{where}{self.problem}"
+        text = f"{where}{shorten(self.problem, MAX_PROBLEM)}"
         if self.hint:
-            text += f" ({self.hint})"
-        return " ".join(text.split("\n"))
+            text += f" ({shorten(self.hint, MAX_HINT)})"
+        from nemo_runspec.secrets import redact_shapes  # a leaf too; no message shows a credential
+
+        return redact_shapes(" ".join(text.split("\n")))
 
     def __reduce__(self):  # keep picklable (Ray, multiprocessing)
         return (
@@ -85,6 +104,11 @@ class ExecutionError(NemoRunspecError, RuntimeError):
 
 class SubmissionError(ExecutionError):
     """The scheduler rejected a job; ``problem`` holds the scheduler's own message."""
+
+
+class DiskFullError(ExecutionError):
+    """A write failed because a file system is full (or a quota is used up): an execution
+    error wherever it happens (exit 1), naming the path and the file system."""
 
 
 class PackagingError(ExecutionError):

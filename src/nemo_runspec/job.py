@@ -211,6 +211,9 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     job_config = apply_scale(spec, job_config, ctx)  # the scale matrix's cell (docs/runspec/v1/spec.md, 8)
     run = job_config.run
     from nemo_runspec.config.job_config import extract_train_config, warn_credential_shaped
+    from nemo_runspec.config.references import check_key_references
+
+    check_key_references(job_config, list(ctx.overrides or []))  # ${HOME} in a config: one line, now
 
     # what train.yaml will hold (before its secret-named entries are dropped)
     warn_credential_shaped(OmegaConf.to_container(extract_train_config(job_config), resolve=False))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nemo_runspec.errors import LocalPathError
+    from nemo_runspec.errors import DiskFullError, LocalPathError
 
 DEFAULT_HOME = "~/.nemotron"
 
@@ -66,31 +66,63 @@ def _under_home(path: Path) -> bool:
     return target == home or home in target.parents
 
 
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def disk_of(path: str | os.PathLike[str]) -> str:
+    """The file system holding ``path`` in words: ``the file system mounted at /scratch
+    (4.0 KiB free of 64.0 KiB)``; its nearest existing directory is looked at."""
+    p = Path(os.path.abspath(os.fspath(path)))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        dev = p.stat().st_dev
+        mount = p
+        while mount != mount.parent and mount.parent.stat().st_dev == dev:
+            mount = mount.parent
+        vfs = os.statvfs(p)
+    except OSError:
+        return f"the file system holding {p}"
+    free, total = vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize
+    return f"the file system mounted at {mount} ({_size(free)} free of {_size(total)})"
+
+
 def path_error(
     exc: OSError, path: str | os.PathLike[str], action: str, *, shown: str | os.PathLike[str] | None = None
-) -> LocalPathError:
+) -> LocalPathError | DiskFullError:
     """``exc`` (raised while trying to ``action`` ``path``) as a one-line error naming the
     path that failed (``shown``, default the file ``exc`` names, else ``path``) and how
-    to fix it; paths under ``$NEMOTRON_HOME`` say so."""
-    from nemo_runspec.errors import LocalPathError
+    to fix it; paths under ``$NEMOTRON_HOME`` say so. A full file system (or quota) is a
+    :class:`~nemo_runspec.errors.DiskFullError` (an execution error) naming the file system."""
+    from nemo_runspec.errors import DiskFullError, LocalPathError
 
     if shown is None:
         shown = exc.filename if getattr(exc, "filename", None) else path
     failed = Path(os.fsdecode(shown))
     reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        disk = disk_of(failed)
+        if _under_home(Path(path)):
+            home = (f"$NEMOTRON_HOME is {nemotron_home()}" if os.environ.get("NEMOTRON_HOME")
+                    else f"NEMOTRON_HOME is not set, so {nemotron_home()} is used")
+            hint = f"free space there, or point NEMOTRON_HOME at a disk with room ({home})"
+        else:
+            hint = "free space there, or choose a directory on a disk with room"
+        return DiskFullError(f"cannot {action}: {reason}: {disk} is full", path=failed, hint=hint)
     if _under_home(Path(path)):
         if os.environ.get("NEMOTRON_HOME"):
             where = f"$NEMOTRON_HOME is {nemotron_home()}"
         else:
             where = f"NEMOTRON_HOME is not set, so {nemotron_home()} is used"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            hint = f"{where}: free space there, or point NEMOTRON_HOME at a directory with room"
-        elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST):
             hint = f"{where}: a part of that path is a file, not a directory; point NEMOTRON_HOME elsewhere"
         else:
             hint = f"{where}: make it writable, or point NEMOTRON_HOME at a writable directory"
-    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = "free space there, or choose another directory"
     elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
         hint = "a part of that path is a file, not a directory"
     else:

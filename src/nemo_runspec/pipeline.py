@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import CLIUsageError, ConfigError
+from nemo_runspec.stage_selection import select_stages  # noqa: F401 - pipeline.select_stages, as before
 from nemo_runspec.step import (
     Preparation,
     Step,
@@ -124,31 +125,6 @@ def split_stage_overrides(overrides: Sequence[str], stages: Sequence[str]) -> di
         for stage in (stages if prefix == ALL_STAGES else [prefix]):
             routed[stage].append(sign + rest)
     return routed
-
-
-def select_stages(steps: Sequence[Step], names: str | None) -> list[Step]:
-    """The steps named in ``names`` (``"pretrain,sft"`` or ``"prep-sft:rl"`` for a range), in pipeline order."""
-    from nemo_runspec._suggest import did_you_mean
-
-    if not names:
-        return list(steps)
-    order = [s.name for s in steps]
-
-    def index(name: str) -> int:
-        if name not in order:
-            raise CLIUsageError(f"no stage {name!r} in this pipeline",
-                                hint=did_you_mean(name, order) or f"stages: {', '.join(order)}")
-        return order.index(name)
-
-    chosen: set[str] = set()
-    for part in (p.strip() for p in names.split(",") if p.strip()):
-        if ":" in part:
-            first, _, last = part.partition(":")
-            lo, hi = index(first) if first else 0, index(last) if last else len(order) - 1
-            chosen |= set(order[lo: hi + 1])
-        else:
-            chosen.add(order[index(part)])
-    return [s for s in steps if s.name in chosen]
 
 
 def _stage_context(gctx: GlobalContext, step: Step, overrides: Sequence[str]) -> GlobalContext:

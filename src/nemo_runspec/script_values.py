@@ -15,6 +15,7 @@ Env var values are the exception: any text is allowed, and
 
 from __future__ import annotations
 
+import os
 import re
 
 #: container_image values that mean "no container" (compared stripped, lower-case)
@@ -34,9 +35,10 @@ KINDS: dict[str, tuple[re.Pattern[str], str]] = {
     "job_name": (re.compile(r"[A-Za-z0-9_.+-]*"), "letters, digits, '_', '.', '+', '-'"),
     "image": (re.compile(r"[A-Za-z0-9_.:/@#+%=~-]+"),
               "an image reference (registry/name:tag, docker://..., nvcr.io#..., /path/x.sqsh)"),
-    "path": (re.compile(r"[A-Za-z0-9_./~@+=,%:-]+"),
+    # (letters and digits of any script: a unicode path is one word to bash and sbatch)
+    "path": (re.compile(r"[\w./~@+=,%:-]+"),
              "a path of letters, digits and _ . / ~ @ + = , % : - (no spaces or shell characters)"),
-    "mount_part": (re.compile(r"[A-Za-z0-9_./~@+=%-]+"),
+    "mount_part": (re.compile(r"[\w./~@+=%-]+"),
                    "letters, digits and _ . / ~ @ + = % - (no spaces, ',' or shell characters)"),
     "env_name": (re.compile(r"[A-Za-z_][A-Za-z0-9_]*"),
                  "a shell variable name: letters, digits and '_', not starting with a digit"),
@@ -55,7 +57,10 @@ def problem(kind: str, value: str) -> str | None:
         return None
     bad = next((c for c in value if not pattern.fullmatch(c) and c not in ",:[]"), None)
     shown = repr(bad) if bad is not None else "its shape"
-    return f"{value!r} cannot be used in the batch script (because of {shown}); allowed: {allowed}"
+    why = f"{value!r} cannot be used in the batch script (because of {shown}); allowed: {allowed}"
+    if bad == "$":  # docs/env-toml.md, "$ in values"
+        why += "; a $ here is not expanded on the cluster: write ${oc.env:VAR} for a variable of this machine"
+    return why
 
 
 def check(kind: str, value: str) -> str:
@@ -64,3 +69,38 @@ def check(kind: str, value: str) -> str:
     if reason is not None:
         raise ValueError(reason)
     return value
+
+
+#: Longest job dir base (bytes): the job's own paths below it (experiments/<recipe>/<id>/<recipe>/
+#: log-<job name>_<job id>_<attempt>.out, at most ~640 bytes) must stay under PATH_MAX (4096).
+MAX_BASE_BYTES = 3400
+
+
+def check_cluster_dir(base_dir: str | os.PathLike[str], *, from_profile: bool) -> None:
+    """Refuse, in one line before anything is staged, a local job dir base that Slurm cannot be
+    given: its path is pasted into the batch script (``srun --chdir``, ``--output``), so it is
+    held to what a path there may contain (the ``path`` kind: no spaces or shell characters;
+    letters of any script are fine), and to a length its files still fit under."""
+    from pathlib import Path
+
+    from nemo_runspec.errors import LocalPathError
+
+    shown = os.fspath(base_dir)
+    where = "the profile's job_dir" if from_profile else "$NEMOTRON_HOME/jobs"
+    # (a local run's or another executor's job dir is never pasted into a script: any path there)
+    fix = ("set job_dir in the profile to a directory without spaces or shell characters that the compute "
+           "nodes see, or point NEMOTRON_HOME at one" if not from_profile
+           else "set job_dir in the profile to a directory without spaces or shell characters")
+    pattern = KINDS["path"][0]
+    bad = next((c for c in shown if not pattern.fullmatch(c)), None)
+    if bad is not None:
+        raise LocalPathError(f"the job dir ({where}) holds {bad!r}, which the batch script of a Slurm job cannot "
+                             "carry: its paths are pasted into it as they are (srun --chdir, --output)",
+                             path=shown, hint=fix)
+    size = len(os.fsencode(shown))
+    longest = max((len(os.fsencode(part)) for part in Path(shown).parts), default=0)
+    if size > MAX_BASE_BYTES or longest > 255:
+        what = f"is {size} bytes long" if size > MAX_BASE_BYTES else f"has a name of {longest} bytes"
+        raise LocalPathError(f"the job dir ({where}) {what}: the job's files below it would pass the "
+                             "file system's limits (4096 bytes a path, 255 a name)", path=shown,
+                             hint=fix.replace("a directory without spaces or shell characters", "a shorter directory"))

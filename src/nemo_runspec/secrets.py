@@ -70,14 +70,23 @@ _PATH_WORDS = frozenset({"file", "path", "dir", "filename", "filepath", "env", "
 _NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd", "secret_env_vars", "public_env_vars"})
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
-# Values that look like credentials even under an innocent name.
+# Values that look like credentials even under an innocent name: well-known token shapes.
 _VALUE_PATTERNS = (
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),             # Hugging Face
-    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{20,}\b"),  # OpenAI-style
-    re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}\b"),         # NVIDIA API
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),        # GitHub
-    re.compile(r"\b[0-9a-f]{40}\b(?=.*wandb)", re.I),     # W&B key in a wandb context
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),                      # Hugging Face
+    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{20,}"),             # OpenAI / Anthropic / Stripe-style (sk-proj-, sk-ant-)
+    re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}"),                    # NVIDIA API
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),                # GitHub
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"),                # GitHub fine-grained
+    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),                    # GitLab
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),                 # AWS access key id
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),               # Slack
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),                     # Google API key
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # a JWT
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?"),
+    re.compile(r"\b[0-9a-f]{40}\b(?=.*wandb)", re.I),              # W&B key in a wandb context
 )
+#: The password of a URL (``postgres://app:PASS@db/x``): group 1; a ``$VAR`` reference is no password.
+_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:(?!\$)([^\s/@]+)@")
 
 
 @functools.lru_cache(maxsize=8192)  # pure, and asked for every key of every config rendered
@@ -140,10 +149,13 @@ def marked_names(table: Any) -> tuple[frozenset[str], frozenset[str]]:
     return names(SECRET_NAMES_KEY), names(PUBLIC_NAMES_KEY)
 
 
-def is_secret_env(name: str, marked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> bool:
-    """:func:`is_secret_name`, overridden by a profile's ``secret_env_vars``/``public_env_vars``."""
+def is_secret_env(name: str, marked: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+                  value: Any = None) -> bool:
+    """The secret rule for one entry: :func:`is_secret_name`, or a credential-shaped ``value``
+    (:func:`looks_like_credential`) under any name, overridden by a profile's
+    ``secret_env_vars``/``public_env_vars``."""
     secret, public = marked
-    return name in secret or (name not in public and is_secret_name(name))
+    return name in secret or (name not in public and (is_secret_name(name) or looks_like_credential(value)))
 
 
 def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset(),
@@ -152,7 +164,8 @@ def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset(),
         out = {}
         here = marked_names(obj)
         for k, v in obj.items():
-            if isinstance(k, str) and is_secret_env(k, marked) and is_secret_value(v):
+            shaped = v if isinstance(v, str) and v not in allow else None  # run.not_secret keeps it
+            if isinstance(k, str) and is_secret_env(k, marked, shaped) and is_secret_value(v):
                 out[k] = REDACTED
             else:
                 out[k] = _redact(v, values, allow, here if k == "env_vars" else (frozenset(), frozenset()))
@@ -175,10 +188,34 @@ def searchable(values: Iterable[Any]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
-def looks_like_credential(value: str) -> bool:
-    """True when ``value`` contains a credential-shaped token (``hf_...``, ``sk-...``,
-    ``nvapi-...``, ``ghp_...``) whatever name it is stored under."""
-    return any(pattern.search(value) for pattern in _VALUE_PATTERNS)
+def looks_like_credential(value: Any) -> bool:
+    """True when ``value`` (a string) contains a credential-shaped token (``hf_...``,
+    ``sk-...``, ``nvapi-...``, ``ghp_...``, ``AKIA...``, ``xoxb-...``, a private key,
+    a JWT) or a URL with a password (``postgres://app:PASS@db``), whatever name it
+    is stored under."""
+    if not isinstance(value, str):
+        return False
+    return _URL_PASSWORD.search(value) is not None or any(pattern.search(value) for pattern in _VALUE_PATTERNS)
+
+
+def redact_shapes(text: str, *, allow: Iterable[str] = ()) -> str:
+    """``text`` with credential-shaped tokens and URL passwords replaced (what an error
+    message may quote); a token inside one of the ``allow`` strings is kept."""
+    allowed = [a for a in allow if a]
+
+    def mask(match: re.Match[str]) -> str:
+        return match.group(0) if any(match.group(0) in a for a in allowed) else REDACTED
+
+    for pattern in _VALUE_PATTERNS:
+        text = pattern.sub(mask, text)
+
+    def mask_password(match: re.Match[str]) -> str:
+        if any(match.group(0) in a for a in allowed):
+            return match.group(0)
+        start, end = match.span(1)
+        return match.group(0)[: start - match.start()] + REDACTED + match.group(0)[end - match.start():]
+
+    return _URL_PASSWORD.sub(mask_password, text)
 
 
 def redact_text(text: str, values: Iterable[str] = (), *, allow: Iterable[str] = ()) -> str:
@@ -188,20 +225,15 @@ def redact_text(text: str, values: Iterable[str] = (), *, allow: Iterable[str] =
     A credential-shaped token inside one of the ``allow`` strings (values a
     config declared not secret with ``run.not_secret``) is kept.
     """
-    for v in searchable(values):
+    allow = list(allow)
+    kept = set(allow)
+    for v in searchable(v for v in values if v not in kept):  # a value declared not secret stays
         text = text.replace(v, REDACTED)
-    allowed = [a for a in allow if a]
-
-    def mask(match: re.Match[str]) -> str:
-        return match.group(0) if any(match.group(0) in a for a in allowed) else REDACTED
-
-    for pattern in _VALUE_PATTERNS:
-        text = pattern.sub(mask, text)
-    return _ASSIGNMENT.sub(_mask_assignment, text)
+    return _ASSIGNMENT.sub(_mask_assignment, redact_shapes(text, allow=allow))
 
 
 _ASSIGNMENT = re.compile(
-    r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)(?P<sep>\s*[=:]\s*)(?P<q>['\"]?)(?P<val>[^\s'\"]+)(?P=q)"
+    r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)(?P<sep>\s*[=:]\s*)(?P<q>['\"]?)(?P<val>[^\s'\"]+)(?P<end>(?P=q)?)"
 )
 
 
@@ -213,7 +245,7 @@ def _mask_assignment(m: re.Match[str]) -> str:
         return m.group(0)  # a reference, not a value
     if val.lower() in ("true", "false"):
         return m.group(0)  # a flag (use_auth_token: true), not a secret value
-    return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED}{m.group('q')}"
+    return f"{m.group('name')}{m.group('sep')}{m.group('q')}{REDACTED}{m.group('end')}"
 
 
 def secret_arguments(args: Iterable[str]) -> list[str]:
@@ -269,7 +301,7 @@ def find_secret_values(*objs: Any) -> list[str]:
                     continue
                 if isinstance(value, (Mapping, list, tuple)):
                     walk(value, here if key == "env_vars" else (frozenset(), frozenset()))
-                elif isinstance(key, str) and is_secret_env(key, marked) and is_secret_value(value):
+                elif isinstance(key, str) and is_secret_env(key, marked, value) and is_secret_value(value):
                     found[str(value)] = None
         elif isinstance(node, (list, tuple)):
             if node and all(isinstance(item, str) for item in node):

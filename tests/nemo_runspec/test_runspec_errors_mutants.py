@@ -214,7 +214,7 @@ def test_file_errors_whole(tmp_path: Path) -> None:
         return info.value
 
     assert err(tmp_path / "nope.py").problem == "script not found"
-    assert err(tmp_path).problem == "is a directory, not a script"
+    assert err(tmp_path).problem == "script is a directory, not a regular file"
     (tmp_path / "f").write_text("")
     assert err(tmp_path / "f" / "s.py").problem == "cannot read script: Not a directory"
     bad = tmp_path / "bad.py"

@@ -396,7 +396,12 @@ class FsspecBackend:
 
 
 def _copy_tree(source: str, fs, dest: str) -> None:
-    """Copy a local or fsspec ``source`` (file or directory) to ``dest`` on ``fs``."""
+    """Copy a local or fsspec ``source`` (file or directory) to ``dest`` on ``fs``.
+
+    A local directory is walked with :func:`nemo_runspec.files.walk`: symlinked
+    directories are copied as their content, and a symlink loop, a dangling link or
+    anything that is not a regular file (a FIFO, a device) is one line naming it,
+    found before anything is copied."""
     import fsspec
 
     src_fs, src_path = fsspec.core.url_to_fs(str(source))
@@ -404,8 +409,11 @@ def _copy_tree(source: str, fs, dest: str) -> None:
         raise ArtifactPublishError(f"nothing to publish: {source} does not exist")
     if src_fs.isdir(src_path):
         fs.makedirs(dest, exist_ok=True)
-        for file in src_fs.find(src_path):
-            rel = file[len(src_path.rstrip("/")) + 1 :]
+        if getattr(src_fs, "protocol", None) in ("file", ("file", "local")):
+            pairs = _local_files(src_path)
+        else:
+            pairs = [(file, file[len(src_path.rstrip("/")) + 1 :]) for file in src_fs.find(src_path)]
+        for file, rel in pairs:
             target = f"{dest}/{rel}"
             fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
             with src_fs.open(file, "rb") as fin, fs.open(target, "wb") as fout:
@@ -417,3 +425,37 @@ def _copy_tree(source: str, fs, dest: str) -> None:
         with src_fs.open(src_path, "rb") as fin, fs.open(f"{dest}/{base}", "wb") as fout:
             while chunk := fin.read(8 << 20):
                 fout.write(chunk)
+
+
+def _local_files(root: str) -> list[tuple[str, str]]:
+    """``(path, path relative to root)`` of every file under the local directory ``root``."""
+    import errno
+    import os
+    import stat
+
+    from nemo_runspec.files import TreeLoop, kind_of, walk
+
+    def loop(found: TreeLoop) -> None:
+        raise ArtifactPublishError(found.words(), path=found.link, hint=found.hint)
+
+    def unreadable(exc: OSError) -> None:
+        raise ArtifactPublishError(f"cannot read directory: {exc.strerror or exc}",
+                                   path=exc.filename or root)
+
+    out: list[tuple[str, str]] = []
+    for dirpath, _, names in walk(root, on_loop=loop, on_error=unreadable):
+        for name in sorted(names):
+            path = os.path.join(dirpath, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                what = "a symlink loop" if os.path.islink(path) and exc.errno == errno.ELOOP else (
+                    "a symlink to nothing" if os.path.islink(path) else exc.strerror)
+                raise ArtifactPublishError(f"cannot copy: {what}", path=path,
+                                           hint="fix or remove it, or import without --copy") from None
+            kind = kind_of(mode)
+            if kind is not None and not stat.S_ISDIR(mode):
+                raise ArtifactPublishError(f"cannot copy: it is {kind}, not a regular file", path=path,
+                                           hint="remove it, or import without --copy")
+            out.append((path, os.path.relpath(path, root).replace(os.sep, "/")))
+    return out

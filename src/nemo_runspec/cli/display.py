@@ -47,8 +47,11 @@ def dry_run_sections(
     ``(key, value, source)``), ``scale`` (the scale matrix's cell and the config keys
     it set, ``(key, value, source)``, as :func:`scale_rows`), ``job_yaml``, ``train_yaml``.
     """
-    from nemo_runspec.config.job_config import not_secret_values
-    from nemo_runspec.execution.settings import container_choice
+    from nemo_runspec.config.credential_values import not_secret_values
+    from nemo_runspec.execution.settings import (
+        container_choice,
+        job_env,  # run.env as the job reads it (dollar.py)
+    )
     from nemo_runspec.secrets import find_secret_values, redact, redact_text
 
     job = _plain(job_config)
@@ -60,7 +63,7 @@ def dry_run_sections(
     run = job_r.get("run", {}) if isinstance(job_r, Mapping) else {}
     recipe = run.get("recipe") or {}
     cli = run.get("cli") or {}
-    env = run.get("env") or {}
+    env = redact(job_env(job_config), extra_values=extra, allow=allow) if job_config is not None else {}
     sources = run.get("env_sources") or {}
     env_path = getattr(env_profile, "path", None)
     header = {

@@ -94,15 +94,15 @@ def list_profiles(explicit: str | os.PathLike[str] | None = None) -> ProfileList
     listing = ProfileListing(path=path, looked_in=looked)
     if path is None:
         return listing
-    if path.exists() and not path.is_file():
-        listing.error = f"{path}: not a regular file"  # a FIFO would block the read
-        return listing
+    from nemo_runspec.errors import EnvFileError
+    from nemo_runspec.files import read_text
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        listing.error = f"{path}: file not found"
+        data = tomllib.loads(read_text(path, what="env file", error=EnvFileError))
+    except EnvFileError as exc:
+        listing.error = str(exc)
         return listing
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         listing.error = f"{path}: {exc}"
         return listing
     tables = {k: v for k, v in data.items() if isinstance(v, dict) and k not in SPECIAL_SECTIONS}

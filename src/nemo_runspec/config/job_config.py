@@ -34,7 +34,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from nemo_runspec.config.credential_values import not_secret_values, warn_credential_shaped  # noqa: F401 - their old home
 from nemo_runspec.config.provenance import collect_provenance
+from nemo_runspec.dollar import omegaconf_escape
+from nemo_runspec.env.file import interpolate
 from nemo_runspec.env.resources import drop_shadowed_alias
 from nemo_runspec.env.validation import validate_run_env
 from nemo_runspec.errors import ConfigError
@@ -106,7 +109,7 @@ def _cli_env_ops(overrides: list[str], run: Any = None) -> list[Any]:
         def where(_keypath: tuple[str, ...], raw: str = raw) -> tuple[str | None, int | None]:
             return f"override {raw!r}", None
 
-        value = ov.value
+        value = interpolate(ov.value, ov.path[2:], where)  # the one rule for $ (nemo_runspec.dollar)
         if ov.path[2:] == ("env_vars",) and isinstance(value, list):
             value = env_vars_table(value, table="run.env", where=where)
         elif ov.path == ("run", "env") and isinstance(value, dict):
@@ -341,8 +344,8 @@ def build_job_config(
         raise ConfigError(f"'run.env' must be a mapping, not a {type(yaml_env).__name__}", key="run.env")
     overrides = list(getattr(ctx, "overrides", None) or [])
     cli_ops = _cli_env_ops(overrides, run)  # first: a bad value there is the override's, not the YAML's
-    yaml_env, yaml_renamed = normalize_layer(yaml_env, table="run.env", where=_yaml_where(train_config),
-                                             notes=notes)
+    yaml_env, yaml_renamed = normalize_layer(interpolate(yaml_env, (), _yaml_where(train_config)),
+                                             table="run.env", where=_yaml_where(train_config), notes=notes)
 
     script = Path(script_path).expanduser().resolve()
     env: dict[str, Any] = {}
@@ -354,9 +357,9 @@ def build_job_config(
             value = getattr(resources, key, None)
             if value is not None:
                 layer[key] = value
-        if getattr(runspec, "image", None):
-            layer["container_image"] = runspec.image
         spec_script = _show(getattr(runspec, "script_path", None) or script)
+        if getattr(runspec, "image", None):  # ${oc.env:USER} in it resolved here (the reference's recipes)
+            layer["container_image"] = interpolate(runspec.image, ("image",), lambda _k: (spec_script, None))
         _merge_layer(env, sources, layer, lambda _p: f"runspec {spec_script}")
     _merge_layer(env, sources, yaml_env, _config_label(train_config, ctx))
     if env_profile is not None:
@@ -394,14 +397,14 @@ def build_job_config(
         profile=profile,
         dry_run=dry_run,
         recipe={"name": recipe_name, "script": str(script)},
-        env=env,
+        env=omegaconf_escape(env),  # shell text, never OmegaConf's: ${HOME} stays ${HOME}
         env_sources=dict(sorted(sources.items())),
-        cli={
+        cli=omegaconf_escape({  # the command line as typed: ${HOME} in it is text
             "argv": list(argv if argv is not None else getattr(ctx, "argv", None) or []),
             "config": info.name if info is not None else getattr(ctx, "config", None),
             "overrides": overrides,
             "passthrough": list(getattr(ctx, "passthrough", None) or []),
-        },
+        }),
         provenance=collect_provenance(script),
     )
     data["run"] = run
@@ -466,53 +469,3 @@ def train_data(data: dict[str, Any], *, for_remote: bool = False) -> dict[str, A
                       "give it to the job as an environment variable (profile env_vars, or the "
                       "shell for local runs) and read it there", file=sys.stderr)
     return data
-
-
-def not_secret_values(data: Mapping[str, Any]) -> list[str]:
-    """The string values at the dotted paths listed in ``run.not_secret``: kept
-    verbatim in train.yaml and job.yaml even when they look like credentials.
-
-    >>> not_secret_values({"model": {"id": "sk-a"}, "run": {"not_secret": ["model.id"]}})
-    ['sk-a']
-    """
-    run = data.get("run") if isinstance(data, Mapping) else None
-    paths = run.get("not_secret") if isinstance(run, Mapping) else None
-    if paths is None:
-        return []
-    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
-        raise ConfigError("run.not_secret must be a list of dotted keys", key="run.not_secret",
-                          hint="e.g. +run.not_secret=[model.name,data.url]")
-    values = []
-    for path in paths:
-        node: Any = data
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        if isinstance(node, str):
-            values.append(node)
-    return values
-
-
-def warn_credential_shaped(data: Any, allowed: set[str] | None = None, path: str = "") -> None:
-    """Say so (stderr) when a value under an ordinary key looks like a credential:
-    the files written for the job replace it with ***REDACTED***. Values
-    listed in ``run.not_secret`` are not reported."""
-    if allowed is None:
-        allowed = set(not_secret_values(data)) if isinstance(data, Mapping) else set()
-    import sys
-
-    from nemo_runspec.secrets import is_secret_name, looks_like_credential
-
-    if isinstance(data, Mapping):
-        for key, value in data.items():
-            where = f"{path}.{key}" if path else str(key)
-            if key == "env_sources" or (isinstance(key, str) and is_secret_name(key)):
-                continue
-            warn_credential_shaped(value, allowed, where)
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            warn_credential_shaped(value, allowed, f"{path}[{i}]")
-    elif isinstance(data, str) and data not in allowed and looks_like_credential(data):
-        print(f"warning: the value of {path} looks like a credential, so the job's train.yaml "
-              f"holds ***REDACTED*** there; if it is not a secret, list it in run.not_secret "
-              f"(+run.not_secret=[{path}]), if it is, pass it as an environment variable",
-              file=sys.stderr)

@@ -98,7 +98,8 @@ def staged_job_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     :class:`~nemo_runspec.errors.ExecutionError` if ``path`` already exists);
     on any exception it is removed and the exception re-raised. A directory
     that cannot be created or written (read-only ``$NEMOTRON_HOME``, full
-    disk) is a :class:`~nemo_runspec.errors.LocalPathError` naming it.
+    disk) is a :class:`~nemo_runspec.errors.LocalPathError` naming it (a full disk:
+    :class:`~nemo_runspec.errors.DiskFullError`, naming the file system too).
     """
     from nemo_runspec.paths import ensure_dir, path_error
 
@@ -115,8 +116,8 @@ def staged_job_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         try:
             yield tmp
         except OSError as exc:  # writing the job's files into it (disk full, ...)
-            if exc.filename is None or not str(exc.filename).startswith(str(tmp)):
-                raise
+            if exc.filename is not None and not str(exc.filename).startswith(str(tmp)):
+                raise  # (a failed write() names no file: it was one of the job's files)
             raise path_error(exc, final, "write the job directory", shown=final) from exc
         try:
             _rename_noreplace(tmp, final)
@@ -143,9 +144,11 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = 
             if fsync:
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and not exc.filename:  # a failed write() names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
         raise
     return target
 

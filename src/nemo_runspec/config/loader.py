@@ -179,7 +179,13 @@ def _not_a_config_file(p: Path) -> ConfigError:
         shown = ", ".join(str(p / n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
         hint = f"pass one of its files: {shown}" if names else "it holds no .yaml files; pass a YAML file"
         return ConfigError("is a directory, not a YAML config file", path=p, hint=hint)
-    return ConfigError("is not a regular file (a config must be a YAML file)", path=p)
+    from nemo_runspec.files import kind_of
+
+    try:
+        kind = kind_of(os.stat(p).st_mode) or "not a regular file"
+    except OSError as exc:
+        kind = f"unreadable ({exc.strerror or exc})"
+    return ConfigError(f"is {kind}, not a regular file (a config must be a YAML file)", path=p)
 
 
 def _defaults_line(text: str) -> int | None:

@@ -45,6 +45,7 @@ from nemo_runspec._suggest import closest
 from nemo_runspec.config.override_types import check_value_type
 from nemo_runspec.config.override_values import parse_text, parse_value, quote_hint, show
 from nemo_runspec.errors import ConfigError
+from nemo_runspec.secrets import is_secret_env
 
 __all__ = ["Op", "Override", "apply_overrides", "apply_to_data", "canonical", "parse_override", "parse_value"]
 
@@ -340,11 +341,11 @@ def apply_to_data(data: dict[str, Any], overrides: Iterable[str], *, source: str
     parsed = [parse_override(o, source=source) for o in overrides]
     for ov in parsed:
         if ov.problem is not None and ov.text is not None:
-            raise ConfigError(
-                f"invalid value in override {show(ov.raw)}{where}: {ov.problem}",
-                key=ov.key,
-                hint=quote_hint(ov.raw.split("=", 1)[0].strip(), ov.text, ov.problem),
-            )
+            hidden = is_secret_env(str(ov.key or "").rsplit(".", 1)[-1], value=ov.text)  # never echo a secret
+            shown = f"the override of {ov.key} (value not shown)" if hidden else f"override {show(ov.raw)}"
+            raise ConfigError(f"invalid value in {shown}{where}: {ov.problem}", key=ov.key,
+                              hint=quote_hint(ov.raw.split("=", 1)[0].strip(),
+                                              "..." if hidden else ov.text, ov.problem))
     cache: dict[str, frozenset[str] | None] = {}
 
     def profile_keys() -> frozenset[str] | None:

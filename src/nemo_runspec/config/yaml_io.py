@@ -29,13 +29,10 @@ def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     so do a file that cannot be read (a directory, no permission) and one that
     is not UTF-8 text (the line of the first bad byte).
     """
+    from nemo_runspec.files import read_bytes
+
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except IsADirectoryError:
-        raise ConfigError("is a directory, not a YAML config file", path=p) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror or exc}", path=p) from None
+    raw = read_bytes(p, what="config", error=ConfigError)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

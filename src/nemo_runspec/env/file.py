@@ -98,14 +98,14 @@ def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
         if path is None:
             raise not_found_error(None)
     path = Path(path)
+    from nemo_runspec.files import read_bytes
+
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
-    except IsADirectoryError:
-        raise EnvFileError("is a directory, not an env.toml file", path=path) from None
-    except OSError as exc:
-        raise EnvFileError(f"cannot read env file: {exc.strerror or exc}", path=path) from None
+        raw = read_bytes(path, what="env file", error=EnvFileError)
+    except EnvFileError as exc:
+        if exc.problem == "env file not found":
+            raise EnvFileError(f"env file {str(path)!r} does not exist", path=path, hint=CREATE_HINT) from None
+        raise
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -155,8 +155,9 @@ def load_env_file(path: str | os.PathLike[str] | None = None) -> EnvFile:
 # --------------------------------------------------------------------------- #
 
 # Only this pattern is ours; every other `$...` (shell `$HOME`, `${HOME}`,
-# `$(hostname)`) is left for the shell on the cluster. `\${oc.env:X}` keeps
-# the text literally (minus the backslash).
+# `$(hostname)`) is left for the shell on the cluster, and another resolver is
+# refused (nemo_runspec.dollar, the one rule). `\${oc.env:X}` keeps the text
+# literally (minus the backslash).
 _OC_ENV = re.compile(r"(\\)?\$\{oc\.env:([^,}]*)(?:,([^}]*))?\}")
 
 
@@ -175,8 +176,24 @@ def interpolate(
         return {k: interpolate(v, (*keypath, k), where) for k, v in value.items()}
     if isinstance(value, list):
         return [interpolate(v, keypath, where) for v in value]
-    if not isinstance(value, str) or "${oc.env:" not in value:
+    if not isinstance(value, str) or "${" not in value:
         return value
+    from nemo_runspec.dollar import resolver_problem
+
+    problem = resolver_problem(value.replace("${auto_mount:", "\\${auto_mount:") if keypath[:1] == ("mounts",)
+                               else value)
+    if problem is not None:
+        path, line = where(keypath)
+        dotted = ".".join(keypath)
+        raise EnvFileError(f"key {dotted!r}: {problem}", path=path, line=line, key=dotted,
+                           hint="a $ form other than ${oc.env:...} is the job's shell's: see \"$ in values\" in "
+                                "docs/env-toml.md")
+
+    # An environment value is data: in an env var's value (where $ is the job's shell's) its $ is doubled.
+    in_env = keypath[:1] in (("env_vars",), ("env",))
+
+    def data(text: str) -> str:
+        return text.replace("$", "$$") if in_env else text
 
     def repl(m: re.Match[str]) -> str:
         if m.group(1):
@@ -190,9 +207,9 @@ def interpolate(
                 path=path, line=line, key=dotted,
             )
         if var in os.environ:
-            return os.environ[var]
+            return data(os.environ[var])
         if m.group(3) is not None:
-            return _unquote(m.group(3))
+            return data(_unquote(m.group(3)))
         raise EnvFileError(
             f"key {dotted!r}: environment variable {var} is not set",
             path=path,

@@ -52,7 +52,7 @@ SCRIPT_VALUE_KINDS: dict[str, str] = {
     "mem": "mem",
     "job_name_prefix": "job_name",
     "container_image": "image",
-    **dict.fromkeys(("workdir", "job_dir", "remote_job_dir", "squash_dir"), "path"),
+    **dict.fromkeys(("workdir", "remote_job_dir", "squash_dir"), "path"),  # job_dir: env.value_rules
     "host": "host",
 }
 

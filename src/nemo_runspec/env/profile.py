@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.env.chain import layer, resolve_chain
+from nemo_runspec.env.chain import merged as merged_values
 from nemo_runspec.env.discovery import ENV_FILE_VAR, find_env_file, not_found_error
-from nemo_runspec.env.file import RESERVED_SECTIONS, EnvFile, interpolate, load_env_file, where_in
-from nemo_runspec.env.reference import Note, normalize_layer, normalize_merged
-from nemo_runspec.env.resources import fold_profile_alias
+from nemo_runspec.env.file import EnvFile, load_env_file
+from nemo_runspec.env.reference import Note, normalize_merged
 from nemo_runspec.env.sections import read_sections
-from nemo_runspec.env.validation import toml_type, validate_complete, validate_layer
-from nemo_runspec.errors import EnvFileError
+from nemo_runspec.env.validation import validate_complete
 from nemo_runspec.secrets import find_secret_values, redact
 
 
@@ -219,89 +218,6 @@ def _coerce_env_file(env_file: str | os.PathLike[str] | EnvFile | None, profile:
     return load_env_file(env_file)
 
 
-def _profile_names_error(ef: EnvFile, name: str) -> EnvFileError:
-    if name in RESERVED_SECTIONS:
-        return EnvFileError(
-            f"[{name}] is a special section, not an execution profile",
-            path=ef.path,
-            line=ef.line_of(name),
-            hint=did_you_mean(name, ef.profiles, listing=True) if ef.profiles else "the file defines no profiles",
-        )
-    if not ef.profiles:
-        return EnvFileError(f"unknown profile {name!r}: the file defines no profiles", path=ef.path)
-    return EnvFileError(
-        f"unknown profile {name!r}",
-        path=ef.path,
-        hint=did_you_mean(name, ef.profiles, listing=True),
-    )
-
-
-def _resolve_chain(ef: EnvFile, name: str) -> list[str]:
-    if name not in ef.profiles:
-        raise _profile_names_error(ef, name)
-    chain = [name]
-    current = name
-    while True:
-        parent = ef.profiles[current].get("extends")
-        if parent is None:
-            return chain
-        line = ef.line_of(current, "extends")
-        if not isinstance(parent, str):
-            raise EnvFileError(
-                f"key 'extends' in [{current}] must be a string (a profile name), "
-                f"got {toml_type(parent)} {parent!r}",
-                path=ef.path, line=line, key="extends",
-            )
-        if parent in RESERVED_SECTIONS:
-            raise EnvFileError(
-                f"[{current}] extends [{parent}], which is a special section, not a profile",
-                path=ef.path, line=line, key="extends",
-                hint=did_you_mean(parent, ef.profiles, listing=True),
-            )
-        if parent not in ef.profiles:
-            raise EnvFileError(
-                f"[{current}] extends unknown profile {parent!r}",
-                path=ef.path, line=line, key="extends",
-                hint=did_you_mean(parent, ef.profiles, listing=True),
-            )
-        if parent in chain:
-            raise EnvFileError(
-                "extends cycle: " + " -> ".join([*chain, parent]),
-                path=ef.path, line=line, key="extends",
-            )
-        chain.append(parent)
-        current = parent
-
-
-def _merge(
-    dst: dict[str, Any],
-    src: Mapping[str, Any],
-    prefix: tuple[str, ...],
-    profile: str,
-    owners: dict[tuple[str, ...], str],
-) -> None:
-    """Deep-merge ``src`` into ``dst`` (tables key by key, lists replaced)."""
-    for key, value in src.items():
-        path = (*prefix, key)
-        owners[path] = profile
-        if isinstance(value, dict) and isinstance(dst.get(key), dict):
-            _merge(dst[key], value, path, profile, owners)
-        else:
-            # Drop owners of nested keys that this value replaces.
-            for stale in [p for p in owners if p[: len(path)] == path and len(p) > len(path)]:
-                del owners[stale]
-            dst[key] = copy.deepcopy(value)
-            if isinstance(value, dict):
-                _mark(value, path, profile, owners)
-
-
-def _mark(value: Mapping[str, Any], prefix: tuple[str, ...], profile: str, owners: dict) -> None:
-    for key, sub in value.items():
-        owners[(*prefix, key)] = profile
-        if isinstance(sub, dict):
-            _mark(sub, (*prefix, key), profile, owners)
-
-
 def load_env_profile(
     name: str, env_file: str | os.PathLike[str] | EnvFile | None = None
 ) -> EnvProfile:
@@ -311,24 +227,11 @@ def load_env_profile(
     discover one with :func:`find_env_file`.
     """
     ef = _coerce_env_file(env_file, name)
-    chain = _resolve_chain(ef, name)
-    layers: dict[str, dict[str, Any]] = {}
-    renames: dict[str, dict[str, str]] = {}
-    notes: list[Note] = []
-    for prof in chain:
-        layer = interpolate(ef.profiles[prof], (), where_in(ef, prof))
-        layer, renames[prof] = normalize_layer(layer, table=f"[{prof}]", where=where_in(ef, prof),
-                                               notes=notes)
-        validate_layer(layer, ef, prof, renames[prof])
-        layers[prof] = fold_profile_alias(
-            layer, profile=prof, path=ef.path, line=ef.line_of(prof, "nproc_per_node"))
-    merged: dict[str, Any] = {}
-    owners: dict[tuple[str, ...], str] = {}
-    for prof in reversed(chain):
-        _merge(merged, layers[prof], (), prof, owners)
+    chain = resolve_chain(ef, name)
+    merged, owners, notes = merged_values(ef, chain)
 
     def line_of(prof: str, path: tuple[str, ...]) -> int | None:
-        written = renames[prof].get(path[0], path[0])  # the user's own spelling (container)
+        written = layer(ef, prof)[1].get(path[0], path[0])  # the user's own spelling (container)
         return ef.line_of(prof, written, *path[1:])
 
     sources = {

@@ -252,10 +252,20 @@ def validate(
     naming ``section``'s key and, through ``locate``, its file and line."""
     from pydantic import ValidationError
 
+    from nemo_runspec.env import public_values
+
+    found = public_values.credential_key(data)
+    if found is not None:  # before the model, whose messages would show the value
+        path, line = locate(found)
+        raise EnvFileError(public_values.problem(found, section), path=path, line=line, key=".".join(found),
+                           hint=public_values.HINT)
     try:
         model.model_validate(data, context={"complete": complete})
     except ValidationError as exc:
         raise _validation_error(exc, data, model, section, locate) from None
+    from nemo_runspec.env.value_rules import check_values
+
+    check_values(data, section, locate, complete=complete)
 
 
 def validate_layer(

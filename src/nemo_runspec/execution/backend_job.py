@@ -135,7 +135,8 @@ def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) 
     files = dict(job.files())
     script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
     files.update(job_script(job, kind=kind, script=script, nodes=nodes, nproc=nproc,
-                            has_secrets=bool(secrets) and refused is None))
+                            has_secrets=bool(secrets) and refused is None,
+                            exports={k: v for k, v in plain.items() if "$" in str(v)}))
     return BackendJob(kind=kind, name=name, mode=job.mode, fields=fields, executor=executor, files=files,
                       secrets=secrets, base_dir=default_base_dir(values), exp_id=f"{name}_{time.time_ns()}",
                       image=image, profile_secrets=[str(v) for v in find_secret_values(values)],
@@ -161,8 +162,11 @@ def _deliverable_secrets(kind: str, secrets: dict[str, str], values: dict[str, A
 
 
 def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: int,
-               has_secrets: bool) -> dict[str, str]:
-    """``nemotron-job.sh`` (and ``runspec_setup.sh`` for a runspec ``setup``): name -> text."""
+               has_secrets: bool, exports: dict[str, str] | None = None) -> dict[str, str]:
+    """``nemotron-job.sh`` (and ``runspec_setup.sh`` for a runspec ``setup``): name -> text.
+    ``exports``: env vars whose ``$`` forms the job's shell expands (the executor hands
+    the others to the container as they are; nemo_runspec.dollar)."""
+    from nemo_runspec.dollar import shell_word
     from nemo_runspec.execution import runspec_cmd as rc
     from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
 
@@ -186,6 +190,7 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
     if has_secrets:
         path = shlex.quote(f"{SEEN}/{SECRET_FILE_NAME}")
         lines.append(f"set +x; set -a; . {path}; set +a; rm -f {path}")
+    lines += [f"export {name}={shell_word(str(value))}" for name, value in (exports or {}).items()]
     lines += [str(c) for c in job.run_env.get("startup_commands") or []]
     lines.append(f"cd {shlex.quote(f'{SEEN}/code')} 2>/dev/null || cd {shlex.quote(SEEN)}")
     lines.append('PYTHON=$(command -v python || command -v python3)')

@@ -116,8 +116,10 @@ def split_env_vars(
     when it is set and the job refers to Hugging Face (an ``hf://`` path, a
     ``huggingface`` name, or ``HF_HOME`` in the env). ``NEMOTRON_ARTIFACTS_ROOT``
     hands the job the artifact registry's root (:func:`artifacts_root_for_job`).
-    No network call is made. Every entry whose name looks secret
-    (:func:`~nemo_runspec.secrets.is_secret_name`) goes to ``secrets``.
+    No network call is made. Every entry the secret rule calls secret
+    (:func:`~nemo_runspec.secrets.is_secret_env`: a secret-looking name, or a
+    credential-shaped value such as ``hf_...`` or a URL with a password, under any
+    name) goes to ``secrets``.
 
     ``wandb_section`` and ``registry`` come from the command's env.toml; when
     None they are discovered.
@@ -129,7 +131,7 @@ def split_env_vars(
     if root:
         merged["NEMOTRON_ARTIFACTS_ROOT"] = root
     if runspec is not None:
-        merged.update({k: str(v) for k, v in dict(getattr(runspec, "env", {}) or {}).items()})
+        merged.update(runspec_env(runspec))
     merged.update({str(k): str(v) for k, v in dict(values.get("env_vars") or {}).items()})
     if launch_of(runspec) == "torchrun":
         # torchrun's agent logs every rendezvous step at INFO (nemo-run's default),
@@ -146,14 +148,24 @@ def split_env_vars(
         for var, value in settings.items():
             merged.setdefault(var, value)
         if environ.get(key_var) and "WANDB_API_KEY" not in merged:
-            merged["WANDB_API_KEY"] = environ[key_var]
+            merged["WANDB_API_KEY"] = environ[key_var].replace("$", "$$")  # data: no $ of it expands
     if environ.get("HF_TOKEN") and "HF_TOKEN" not in merged and _needs_hf(job_config, merged):
-        merged["HF_TOKEN"] = environ["HF_TOKEN"]
+        merged["HF_TOKEN"] = environ["HF_TOKEN"].replace("$", "$$")
 
     marked = marked_names(env)  # the profile's secret_env_vars / public_env_vars
-    plain = {k: v for k, v in merged.items() if not is_secret_env(k, marked)}
-    secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked)}
+    secrets = {k: v for k, v in merged.items() if is_secret_env(k, marked, v)}  # by name or by shape
+    plain = {k: v for k, v in merged.items() if k not in secrets}
     return plain, secrets
+
+
+def runspec_env(runspec: Any) -> dict[str, str]:
+    """The runspec's ``env`` with ``${oc.env:...}`` resolved here, as the job is built (the one
+    rule for ``$``: :mod:`nemo_runspec.dollar`); the rest is the job's shell's."""
+    from nemo_runspec.env.file import interpolate
+
+    script = str(getattr(runspec, "script_path", None) or "runspec")
+    return {str(k): str(interpolate(str(v), ("env", str(k)), lambda _keypath: (script, None)))
+            for k, v in dict(getattr(runspec, "env", {}) or {}).items()}
 
 
 def artifacts_root_for_job(registry: Any = None) -> str | None:

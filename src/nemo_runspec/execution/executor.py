@@ -21,7 +21,6 @@ Rules (see docs/execution.md for the full key-by-key table):
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,8 +103,8 @@ def create_executor(
     values = profile_values(env, validate=True)
     env_vars = dict(env_vars or {})
     marked = marked_names(values)  # the profile's secret_env_vars / public_env_vars, as everywhere
-    for name in env_vars:
-        if is_secret_env(name, marked):
+    for name, value in env_vars.items():
+        if is_secret_env(name, marked, value):
             raise ExecutionError(
                 f"secret {name} passed in env_vars, which the job script would show",
                 hint="split them off: plain, secrets = build_env_vars(job_config, env, split=True); "
@@ -177,7 +176,9 @@ def create_executor(
         tunnel=tunnel,
         packager=packager,
         launcher=launcher,
-        env_vars={k: shell_value(v) for k, v in env_vars.items()},
+        # nemo-run substitutes its macros into a batch job's env values (not a Ray job's)
+        env_vars={k: shell_value(v) if launch == "ray" else _template_safe(shell_value(v))
+                  for k, v in env_vars.items()},
         retries=int(values.get("retries") or 0),
         poll_estimated_start_time=False,
     )
@@ -215,35 +216,19 @@ def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Any, launc
     return build_executor(kind, fields, packager=packager)
 
 
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:,@%+=-]*")
-# `$NAME` and `${NAME}` are the only expansions an env value may contain.
-_REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
-
-
 def shell_value(value: Any) -> str:
-    """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line.
+    """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line: the shell word
+    of :func:`nemo_runspec.dollar.shell_word` (data, except ``$NAME``, ``${NAME}``,
+    ``${NAME:-default}``, which expand in the job, and ``$$``, a literal ``$``)."""
+    from nemo_runspec.dollar import shell_word
 
-    The value is double-quoted with every shell character escaped, so it stays
-    data (``$(...)``, backquotes, ``;`` and newlines included); only ``$NAME`` and
-    ``${NAME}`` references still expand, so ``PATH=/opt/bin:$PATH`` works.
-    """
-    text = str(value)
-    if _PLAIN_WORD.fullmatch(text):
-        return text
-    out: list[str] = []
-    pos = 0
-    for ref in _REFERENCE.finditer(text):
-        out.append(_escape_in_double_quotes(text[pos:ref.start()]))
-        out.append(ref.group(0))
-        pos = ref.end()
-    out.append(_escape_in_double_quotes(text[pos:]))
-    return '"' + "".join(out) + '"'
+    return shell_word(str(value))
 
 
-def _escape_in_double_quotes(text: str) -> str:
-    for ch in ("\\", '"', "`", "$"):
-        text = text.replace(ch, "\\" + ch)
-    return text
+def _template_safe(word: str) -> str:
+    """``word`` for nemo-run's batch request, which passes env values through
+    ``string.Template.safe_substitute`` (its macros): ``$$`` there becomes ``$`` again."""
+    return word.replace("$", "$$")
 
 
 def _as_handle(job_id: str) -> str:

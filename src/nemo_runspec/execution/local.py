@@ -102,16 +102,21 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     run_env = lookup(job_config, "run", "env", default={}) or {}
     launch = launch_of(runspec)
     train_config = extract_train_config(job_config, for_remote=True)
-    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name)
+    # the profile's job_dir (executor = "local"), else $NEMOTRON_HOME/jobs
+    final = Path(job_dir) if job_dir else generate_job_dir(runspec.name, run_env.get("job_dir") or None)
     nproc = local_nproc(run_env, launch)
     launch_files = local_launch_files(runspec, final, passthrough, launch=launch, nproc=nproc)
     with staged_job_dir(final) as staging:
         save_configs(job_config, train_config, staging)
         for name, text in launch_files.items():
             (staging / name).write_text(text)
+    from nemo_runspec.dollar import expand_all
+    from nemo_runspec.execution.env_vars import runspec_env
+
     env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in (getattr(runspec, "env", None) or {}).items()})
-    env.update({str(k): str(v) for k, v in (run_env.get("env_vars") or {}).items()})
+    # expanded as the job's shell would: $NAME, ${NAME}, ${NAME:-x}; $$ is a $ (nemo_runspec.dollar)
+    env.update(expand_all({**runspec_env(runspec), **{str(k): str(v) for k, v in
+                                                       (run_env.get("env_vars") or {}).items()}}, env))
     env.update(extra_env or {})
     env["NEMOTRON_JOB_DIR"] = str(final)
     from nemo_runspec.procs import identity, this_host

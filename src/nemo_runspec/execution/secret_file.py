@@ -27,12 +27,15 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def render_secret_file(secrets: Mapping[str, Any]) -> str:
-    """Shell text assigning every secret (``NAME='value'`` lines, values quoted)."""
+    """Shell text assigning every secret (``NAME=value`` lines, each value the shell word of
+    :func:`nemo_runspec.dollar.shell_word`: the same ``$`` rule as plain env vars)."""
+    from nemo_runspec.dollar import shell_word
+
     lines = []
     for name, value in secrets.items():
         if not _NAME.match(name):
             raise ExecutionError(f"invalid environment variable name {name!r} for a secret")
-        lines.append(f"{name}={shlex.quote(str(value))}")
+        lines.append(f"{name}={shell_word(str(value))}")
     return "\n".join(lines) + "\n"
 
 

@@ -35,14 +35,15 @@ def job_env(job_config: Any) -> dict[str, Any]:
     """The merged execution settings (``run.env``) of a job config as a plain dict.
 
     It already applies the precedence runspec < recipe YAML ``run.env`` < env.toml
-    profile < CLI ``run.env.KEY=...``. Interpolations are kept as text (shell
-    ``${VAR}`` stays for the shell).
+    profile < CLI ``run.env.KEY=...``. ``${oc.env:...}`` was resolved when it was
+    built, and the job config holds the rest OmegaConf-escaped (shell ``${VAR}``
+    stays for the shell: :mod:`nemo_runspec.dollar`), so resolving gives the text.
     """
     from omegaconf import DictConfig, OmegaConf
 
     run_env = lookup(job_config, "run", "env", default={})
     if isinstance(run_env, DictConfig):
-        return OmegaConf.to_container(run_env, resolve=False)  # type: ignore[return-value]
+        return OmegaConf.to_container(run_env, resolve=True)  # type: ignore[return-value]
     return dict(run_env or {})
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError
+from nemo_runspec.script_values import check_cluster_dir
 
 SSH_TIMEOUT = 10
 
@@ -121,6 +122,7 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
     if kind == "local":
         from nemo_run.core.tunnel.client import LocalTunnel
 
+        check_cluster_dir(base_dir, from_profile=bool(values.get("job_dir")))
         return LocalTunnel(job_dir=os.path.join(os.fspath(base_dir), "experiments"))
     if kind == "ssh":
         from nemo_run.core.tunnel.client import SSHTunnel
@@ -130,6 +132,8 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
             raise ExecutionError("tunnel = \"ssh\" needs `host`", key="host",
                                  hint="add host = \"login.cluster\" to the profile")
         remote = values.get("remote_job_dir") or values.get("job_dir")
+        if remote and not values.get("remote_job_dir"):
+            check_cluster_dir(str(remote), from_profile=True)  # job_dir as the cluster's job dir
         if not remote:
             raise ExecutionError("tunnel = \"ssh\" needs `remote_job_dir`", key="remote_job_dir",
                                  hint="a directory on the cluster's shared filesystem")

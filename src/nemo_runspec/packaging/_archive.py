@@ -63,6 +63,21 @@ def raise_not_regular(found: list[tuple[str, int]]) -> None:
                               "the include pattern for pattern)")
 
 
+def check_utf8_name(name: str, path: str | os.PathLike[str] | None = None) -> None:
+    """A one-line :class:`PackagingError` naming ``path`` (default ``name``) when ``name``, a
+    file's name in the archive, is not UTF-8: the archive's manifest (``packaging.json``) and
+    the cache key name files in UTF-8, and a job on another machine may not read raw bytes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        from nemo_runspec.errors import PackagingError
+
+        shown = os.fsencode(os.fspath(path if path is not None else name)).decode("utf-8", "backslashreplace")
+        raise PackagingError(f"cannot package {shown}: its name is not UTF-8, and packaging.json and the "
+                             "archive name files in UTF-8", hint="rename it, or keep it out of what is packaged "
+                             "(.gitignore for code, the include pattern for pattern)") from None
+
+
 def normal_mode(mode: int) -> int:
     """0o755 for anything executable by its owner, else 0o644."""
     return 0o755 if mode & stat.S_IXUSR else 0o644
@@ -164,6 +179,7 @@ class DeterministicTar:
             os.replace(self.tmp_path, self.out_path)
 
     def _info(self, arcname: str, *, type_: bytes = tarfile.REGTYPE, mode: int = 0o644, size: int = 0) -> tarfile.TarInfo:
+        check_utf8_name(arcname)
         info = tarfile.TarInfo(arcname)
         info.type = type_
         info.mode = mode

@@ -17,7 +17,12 @@ from pathlib import Path
 
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging import cache as _cache
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker, raise_not_regular
+from nemo_runspec.packaging._archive import (
+    DeterministicTar,
+    Ticker,
+    check_utf8_name,
+    raise_not_regular,
+)
 from nemo_runspec.packaging.git import (
     _norm_subpath,
     _script_in_archive,
@@ -73,6 +78,7 @@ def code_fingerprint(root: Path, sub: str, index_dir: Path | None = None) -> tup
     parts: list[str | bytes] = ["code", sub, status.head or "(initial)", status.raw]
     for e in status.entries:
         p = root / e.path
+        check_utf8_name(e.path, p)
         if e.is_submodule and (p / ".git").exists():
             parts.append(f"sub:{e.path}:{code_fingerprint(p, '', index_dir)[0]}")
             continue

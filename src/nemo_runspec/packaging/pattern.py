@@ -8,15 +8,15 @@ matches nothing is an error, not a silently smaller archive.
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 import time
 from pathlib import Path
 
+from nemo_runspec import files as _files
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging import cache as _cache
-from nemo_runspec.packaging._archive import DeterministicTar, Ticker
+from nemo_runspec.packaging._archive import DeterministicTar, Ticker, check_utf8_name
 from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
 
@@ -44,7 +44,7 @@ def _match(patterns: list[str], base: Path) -> list[tuple[str, str, os.stat_resu
     found: dict[str, tuple[str, os.stat_result | None]] = {}
     for pattern in patterns:
         absolute = pattern if os.path.isabs(pattern) else os.path.join(base_s, pattern)
-        hits = glob.glob(absolute, recursive=True, include_hidden=True)
+        hits = _files.glob(absolute, on_loop=_refuse_loop)
         files: list[tuple[str, os.stat_result | None]] = []
         for h in hits:
             try:
@@ -52,7 +52,8 @@ def _match(patterns: list[str], base: Path) -> list[tuple[str, str, os.stat_resu
             except OSError:
                 continue  # gone since glob listed it
             if stat.S_ISDIR(st.st_mode) or (stat.S_ISLNK(st.st_mode) and os.path.isdir(h)):
-                files += [(os.path.join(d, f), None) for d, _, fs in os.walk(h) for f in fs]
+                files += [(os.path.join(d, f), None) for d, _, fs in _files.walk(h, on_loop=_refuse_loop)
+                          for f in fs]
             else:
                 files.append((h, st))
         if not files:
@@ -64,6 +65,7 @@ def _match(patterns: list[str], base: Path) -> list[tuple[str, str, os.stat_resu
         for f, st in files:
             a = os.path.abspath(f)
             rel = a[len(prefix):] if a.startswith(prefix) else os.path.relpath(a, base_s)
+            check_utf8_name(rel, a)
             if rel.startswith(".."):
                 raise PackagingError(
                     f"include pattern {pattern!r} matches {f}, which is outside {base}",
@@ -72,6 +74,11 @@ def _match(patterns: list[str], base: Path) -> list[tuple[str, str, os.stat_resu
                 )
             found[rel.replace(os.sep, "/") if os.sep != "/" else rel] = (a, st)
     return sorted((rel, a, st) for rel, (a, st) in found.items())
+
+
+def _refuse_loop(loop: _files.TreeLoop) -> None:
+    raise PackagingError(f"include pattern reaches {loop.link}, {loop.words()}",
+                         key="packager_include_pattern", hint=loop.hint)
 
 
 def package_pattern(

@@ -19,6 +19,7 @@ is an error (:mod:`nemo_runspec.env.packager_keys`), not ignored.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,8 +133,17 @@ def build_packager(
     from nemo_runspec.packaging.git import _script_in_archive, find_repo_root
 
     script = Path(script_path if script_path is not None else runspec.script_path).resolve()
-    root = Path(repo_root).resolve() if repo_root is not None else find_repo_root(script)
     kind = profile_values.get("packager")
+    unreadable: PackagingError | None = None
+    if repo_root is not None:
+        root: Path | None = Path(repo_root).resolve()
+    else:
+        try:  # git missing or refusing the repository: one line, never a guess that it is no repository
+            root = find_repo_root(script)
+        except PackagingError as exc:
+            if kind not in ("none", "self_contained"):
+                raise
+            root, unreadable = None, exc  # named in the profile: nothing, or the script alone, as asked
     if kind is None:
         kind, reason = default_packager_kind(runspec, script, root)
         from nemo_runspec.env.packager_keys import PROFILE_KEY_USERS, unused_keys, unused_message
@@ -160,6 +170,11 @@ def build_packager(
         _nemo_run as nr,  # imports nemo_run: only once the input is valid
     )
     plan = PackagingPlan(kind=kind, reason=reason, repo_root=str(root) if root else None)
+    if unreadable is not None:
+        said = (f"packager = {kind!r} as the profile asks, without the repository's commit in packaging.json: "
+                f"{unreadable.problem}")
+        plan.warnings.append(said)
+        print(f"warning: {said}", file=sys.stderr)
 
     def need_root(what: str) -> Path:
         if root is None:

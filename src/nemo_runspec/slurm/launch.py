@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import copy
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution._nemo_run import lean
+from nemo_runspec.slurm import package_step
 
 #: nemo-run's command for a batch job (``SlurmTunnelScheduler``).
 SBATCH = ("sbatch", "--requeue", "--parsable")
@@ -165,7 +167,7 @@ class SlurmLaunch:
 
         executor = self.executor
         job_dir = executor.job_dir
-        executor.package(packager=executor.packager, job_name=Path(job_dir).name)
+        package_step.package(executor, executor.packager, Path(job_dir).name)  # executor.package, paths quoted
         values = executor.macro_values()
 
         if app.metadata and app.metadata.get(USE_WITH_RAY_CLUSTER_KEY, False):
@@ -237,7 +239,8 @@ class SlurmLaunch:
                 tunnel.connect()
                 if not tunnel.session:
                     raise ExecutionError(f"SSH tunnel {tunnel.key} failed to connect")
-                rsync(tunnel.session, self.exp_dir, os.path.dirname(tunnel.job_dir))
+                # nemo-run pastes the source into a shell command: quoted, a home with a space works
+                rsync(tunnel.session, shlex.quote(self.exp_dir), os.path.dirname(tunnel.job_dir))
             symlinks = [job.symlink_cmd() for job in tunnel.packaging_jobs.values() if job.symlink]
             if symlinks:
                 tunnel.run(" && ".join(symlinks))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -278,7 +279,9 @@ def prepare_job(
     if values.get("git_mounts"):
         _plan_git_mounts(prepared, job, bare_metal=bare_metal)
     nsys = _nsys_settings(values, prepared)
-    if uses_launch_script(runspec) or nsys is not None:
+    # (nemo-run pastes the script's path into srun's command line unquoted: a path with
+    # a space, a quote or a $ starts through the launch script, which quotes it)
+    if uses_launch_script(runspec) or nsys is not None or shlex.quote(prepared.script) != prepared.script:
         from nemo_runspec.slurm.launch_script import use_launch_script
 
         use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys,

@@ -188,9 +188,12 @@ def script_docstring(path: Path) -> str | None:
     """The module docstring of the script at ``path`` (None when it has none or does not parse)."""
     import ast
 
+    from nemo_runspec.errors import NemoRunspecError
+    from nemo_runspec.files import read_bytes
+
     try:
-        return ast.get_docstring(ast.parse(Path(path).read_bytes()))
-    except (OSError, SyntaxError, ValueError):
+        return ast.get_docstring(ast.parse(read_bytes(path, what="script")))
+    except (NemoRunspecError, SyntaxError, ValueError):
         return None
 
 

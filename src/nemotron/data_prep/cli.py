@@ -106,8 +106,9 @@ def _main(report: Any, kind: str, argv: list[str] | None, default_config: str | 
         from nemo_runspec.paths import path_error
 
         where = exc.filename or "the output directory"
-        report.error(f"error: {path_error(exc, where, 'write data-prep output to')}")
-        return 2
+        error = path_error(exc, where, "write data-prep output to")
+        report.error(f"error: {error}")
+        return 1 if isinstance(error, ExecutionError) else 2  # a full disk is an execution error
     except Exception as exc:  # a bug or a fault nobody foresaw: still one line, the traceback on request
         if debug:
             raise

@@ -17,12 +17,11 @@ validated (``nemotron --help`` must not load pydantic).
 
 from __future__ import annotations
 
-import types
-import typing
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from nemo_runspec.config.typed import describe, yaml_text
 from nemo_runspec.errors import ConfigError
 
 from .sharding import RL_SPLITS, SPLIT_NAMES, parse_split
@@ -228,61 +227,6 @@ class RlSettings(DataPrepSettings):
 
 #: The model of each stage, by the name the CLI uses (``nemotron nano3 data prep <stage>``).
 SETTINGS: dict[str, type[DataPrepSettings]] = {"pretrain": PretrainSettings, "sft": SftSettings, "rl": RlSettings}
-
-
-def describe(annotation: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> str:
-    """Human description of a field type, YAML-flavoured: ``an integer >= 1 or null``."""
-    bounds = _bounds(metadata)
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in args)
-    if origin in (typing.Union, types.UnionType):
-        parts = [describe(a, metadata) for a in args if a is not type(None)]
-        if any(p.startswith("a number") for p in parts):  # an int is a number too
-            parts = [p for p in parts if not p.startswith("an integer")]
-        if type(None) in args:
-            parts.append("null")
-        return " or ".join(dict.fromkeys(parts))
-    if origin is list:
-        inner = describe(args[0]) if args else "value"
-        inner = {"a string": "strings", "an integer": "integers", "a number": "numbers",
-                 "an integer or a number": "numbers"}.get(inner, inner)
-        return f"a list of {inner}"
-    if origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-        return "a mapping"
-    name = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(annotation)
-    if name is None:
-        return getattr(annotation, "__name__", str(annotation))
-    if annotation in (int, float) and bounds:
-        name += " " + bounds
-    return name
-
-
-def _bounds(metadata: Any) -> str:
-    ge = next((m.ge for m in metadata if hasattr(m, "ge")), None)
-    le = next((m.le for m in metadata if hasattr(m, "le")), None)
-    if ge is not None and le is not None:
-        return f"between {ge} and {le}"
-    if ge is not None:
-        return f">= {ge}"
-    if le is not None:
-        return f"<= {le}"
-    return ""
-
-
-def yaml_text(value: Any) -> str:
-    """``value`` written as in a YAML file or an override (``true``, ``null``, ``[a, b]``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return "[" + ", ".join(yaml_text(v) for v in value) + "]"
-    if isinstance(value, str) and (not value or value.strip() != value or value[0] in "[{'\"!&*#?|>%@`-"
-                                   or value.lower() in ("true", "false", "null", "yes", "no", "on", "off")):
-        return '"' + value.replace('"', '\\"') + '"'
-    return str(value)
 
 
 def keys(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:

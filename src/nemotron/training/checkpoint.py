@@ -37,18 +37,27 @@ def latest_checkpoint(directory: str | os.PathLike[str]) -> Path | None:
 
 def save_checkpoint(directory: str | os.PathLike[str], state: dict[str, Any], step: int, *, keep: int = 2) -> Path:
     """Write ``state`` (must include ``step``) atomically as ``step_<step>.pt``; keep the newest ``keep``."""
+    import io
+
     import torch
 
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    from nemo_runspec.paths import ensure_dir, path_error
+
+    d = ensure_dir(directory, action="create the checkpoint directory")
     final = checkpoint_path(d, step)
     tmp = d / f".{final.name}.tmp-{os.getpid()}"
+    # Serialized in memory first: torch's own file writer turns a full disk into
+    # "[enforce fail at inline_container.cc]", without the errno; a plain write keeps it.
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
     try:
         with open(tmp, "wb") as f:
-            torch.save(state, f)
+            f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
+    except OSError as exc:
+        raise path_error(exc, final, "write the checkpoint", shown=final) from exc
     finally:
         tmp.unlink(missing_ok=True)
     if keep > 0:

@@ -440,6 +440,10 @@ def _main(report: Any, kind: str, argv: list[str] | None, *, description: str, n
             report.summary(said)
             return 0
         cfg = reference_sft_layout(loaded, kind)
+        from .schema import MODELS, check_config
+
+        if kind in MODELS:  # (convert's section is checked by the converter itself)
+            check_config(cfg, kind, files=[args.config])  # a hand-edited train.yaml, before anything runs
         # first, before the (slow) native import: the image's library versions against the table,
         # then the starting model's format against what that backend loads
         from .formats import check_model_input

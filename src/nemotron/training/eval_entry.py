@@ -48,6 +48,9 @@ def _main(report: Any, argv: list[str] | None, script: str | None) -> int:
     try:
         config_path, overrides, tasks = parse_args(argv)
         cfg = load_config(config_path, overrides, tasks)
+        from .schema import check_config
+
+        check_config(cfg, "eval", files=[config_path])  # a hand-edited train.yaml, before anything runs
         backend = choose_backend(cfg)
         if backend == "missing":
             image = None

@@ -53,6 +53,9 @@ class Settings:
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> Settings:
         """Build from the plain ``fallback`` dict; unknown keys are kept in :attr:`extra` for the task."""
+        from .schema import fallback_settings
+
+        fallback_settings(section)  # every key typed: one line naming key, value and type
         data = dict(section or {})
         data.pop("enabled", None)
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}

@@ -85,13 +85,14 @@ def test_oc_env_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "env.toml"
     path.write_text('[p]\nexecutor = "slurm"\naccount = "${oc.env:NEMO_T_ACCT}"\n'
                     'partition = "${oc.env:NEMO_T_MISSING,\'dflt\'}"\n'
-                    'env_vars = { X = "a-${oc.env: NEMO_T_ACCT }-\\\\${oc.env:KEEP}", Y = "${oc.env:NEMO_T_MISSING,}" }\n'
-                    'mounts = ["${oc.env:NEMO_T_ACCT}:/m"]\n')
+                    'env_vars = { X = "a-${oc.env: NEMO_T_ACCT }", Y = "${oc.env:NEMO_T_MISSING,}" }\n'
+                    'mounts = ["${oc.env:NEMO_T_ACCT}:/m"]\nstartup_commands = ["echo \\\\${oc.env:KEEP}"]\n')
     prof = envmod.load_env_profile("p", path)
     assert prof.values["account"] == "acct1"
     assert prof.values["partition"] == "dflt"
-    assert prof.values["env_vars"] == {"X": "a-acct1-${oc.env:KEEP}", "Y": ""}
+    assert prof.values["env_vars"] == {"X": "a-acct1", "Y": ""}
     assert prof.values["mounts"] == ["acct1:/m"]
+    assert prof.values["startup_commands"] == ["echo ${oc.env:KEEP}"]  # escaped: the text itself
 
 
 def test_an_unset_variable_without_default_names_key_line_and_fix(tmp_path: Path,
@@ -169,7 +170,8 @@ def test_missing_and_unreadable_env_files(tmp_path: Path) -> None:
     assert _whole(_err(lambda: load_env_file(missing))) == (
         f"env file {str(missing)!r} does not exist", str(missing), None, None, CREATE_HINT)
     assert _whole(_err(lambda: load_env_file(tmp_path))) == (
-        "is a directory, not an env.toml file", str(tmp_path), None, None, None)
+        "env file is a directory, not a regular file", str(tmp_path), None, None,
+        "give the path of a regular env file")
     fifo_parent = tmp_path / "f"
     fifo_parent.write_text("")
     notdir = fifo_parent / "env.toml"  # a path under a file: NotADirectoryError, an OSError
@@ -233,7 +235,8 @@ def test_extends_errors_whole(tmp_path: Path) -> None:
     assert _whole(load('[pp]\nexecutor="slurm"\n[q]\nextends = "p"\n')) == (
         "[q] extends unknown profile 'p'", str(path), 4, "extends", "did you mean 'pp'?; valid: pp, q")
     assert _whole(load('[p]\nextends="q"\n[q]\nextends = "p"\n')) == (
-        "extends cycle: q -> p -> q", str(path), 2, "extends", None)
+        "extends cycle of 2 profile(s): p -> q -> p", str(path), 2, "extends",
+        "one profile of the cycle must not extend another")
 
 
 def test_unknown_profile_errors_whole(tmp_path: Path) -> None:
@@ -371,7 +374,7 @@ def test_a_profile_reads_like_the_reference_dict(tmp_path: Path) -> None:
 
 
 def test_to_dict_and_redaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "hf_abcdefghijklmnop1234"
+    secret = "plain-secret-abcdefghijklmnop1234"  # not credential-shaped: a startup command may show it
     prof = _profile(tmp_path, f'[dev]\nexecutor="slurm"\nenv_vars={{HF_TOKEN="{secret}"}}\n'
                               f'startup_commands=["echo {secret}"]\n')
     monkeypatch.chdir(tmp_path)

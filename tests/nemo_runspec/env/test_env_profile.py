@@ -118,14 +118,14 @@ def test_unknown_profile_lists_available(tmp_path):
 
 
 def test_redaction_of_secret_env_vars(tmp_path, monkeypatch):
-    monkeypatch.setenv("SOME_TOKEN_SRC", "hf_abcdefghijklmnopqrstuvwxyz123")
+    monkeypatch.setenv("SOME_TOKEN_SRC", "plain-secret-abcdefghijklmnopqrstuvwxyz123")
     path = write(
         tmp_path / "env.toml",
         '[p]\nenv_vars = { HF_TOKEN = "${oc.env:SOME_TOKEN_SRC}", PLAIN = "ok" }\n'
         'startup_commands = ["echo using ${oc.env:SOME_TOKEN_SRC}"]\n',
     )
     prof = load_env_profile("p", path)
-    secret = "hf_abcdefghijklmnopqrstuvwxyz123"
+    secret = "plain-secret-abcdefghijklmnopqrstuvwxyz123"
     assert prof.values["env_vars"]["HF_TOKEN"] == secret  # real value for execution
     shown = prof.to_dict(redacted=True)
     assert secret not in repr(shown)

@@ -10,7 +10,9 @@ import pytest
 
 from nemo_runspec.execution.secret_file import render_secret_file, source_snippet, write_secret_file
 
-VALUE = "hf_Zq9secretVALUE with 'quotes' and $dollar"
+# $$ is a literal $ (the one rule for $: nemo_runspec.dollar), as in every env var value
+VALUE = "hf_Zq9secretVALUE with 'quotes' and $$dollar"
+SEEN = "hf_Zq9secretVALUE with 'quotes' and $dollar"
 
 
 def test_file_is_0600_and_roundtrips(tmp_path):
@@ -18,7 +20,7 @@ def test_file_is_0600_and_roundtrips(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     out = subprocess.run(["bash", "-c", f'set -a; . {path}; printf "%s|%s" "$HF_TOKEN" "$X_KEY"'],
                          capture_output=True, text=True, check=True).stdout
-    assert out == f"{VALUE}|k"
+    assert out == f"{SEEN}|k"
 
 
 def test_rewrite_keeps_0600_even_with_open_umask(tmp_path):
@@ -43,7 +45,7 @@ def test_snippet_under_set_evx_hides_value_exports_and_deletes(tmp_path):
     )
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "seen").read_text() == VALUE          # child processes see it
+    assert (tmp_path / "seen").read_text() == SEEN          # child processes see it
     assert not path.exists()                                  # deleted after sourcing
     assert "hf_Zq9secretVALUE" not in proc.stdout + proc.stderr
     assert "echo after" in proc.stderr                        # tracing is back on

@@ -141,6 +141,9 @@ REPLAYED = {
     "nemo_run.run.torchx_backend.schedulers.api:SchedulerMixin.submit_dryrun": "87151acbb69e7a31",
     "nemo_run.run.torchx_backend.schedulers.slurm:SlurmTunnelScheduler._submit_dryrun": "ede90c68c07cfdbe",
     "nemo_run.run.torchx_backend.schedulers.slurm:SlurmTunnelScheduler.schedule": "ad7168cce9608cc1",
+    # replayed by nemo_runspec/slurm/package_step.py (paths quoted); rsync is called with a quoted source
+    "nemo_run.core.execution.slurm:SlurmExecutor.package": "e4bacec15f6d8e91",
+    "nemo_run.core.tunnel.rsync:rsync": "bd5acd9968b0b574",
 }
 
 

@@ -256,7 +256,7 @@ class NemotronGroup(FastHelpGroup):
         except NemoRunspecError as exc:
             if debug:
                 traceback.print_exc()
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {_shown(exc)}", file=sys.stderr)
             if not standalone_mode:
                 raise
             sys.exit(_exit_code(exc))
@@ -274,7 +274,7 @@ class NemotronGroup(FastHelpGroup):
                 # Not one of ours: still one line, the traceback only on request.
                 if debug:
                     raise
-                print(f"error: {_unexpected(exc)} "
+                print(f"error: {_shown(_unexpected(exc))} "
                       "(unexpected; rerun with --debug for the traceback)", file=sys.stderr)
                 sys.exit(1)
             if debug:
@@ -286,7 +286,7 @@ class NemotronGroup(FastHelpGroup):
                 print("aborted", file=sys.stderr)
                 sys.exit(1)
             where = getattr(getattr(exc, "ctx", None), "command_path", None) or "nemotron"
-            print(f"error: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+            print(f"error: {_shown(exc.format_message())} (see '{where} --help')", file=sys.stderr)
             sys.exit(exc.exit_code)
         if not standalone_mode:
             return rv
@@ -301,6 +301,14 @@ class NemotronGroup(FastHelpGroup):
         # Typer returns the code of a typer.Exit here; a command's own return value
         # is not an exit status unless it is an int (same as Click's standalone mode).
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _shown(message: object) -> str:
+    """An error line as printed: no credential-shaped value, whoever wrote the message (a YAML
+    parser quoting a bad override, Slurm, click)."""
+    from nemo_runspec.secrets import redact_shapes
+
+    return redact_shapes(str(message))
 
 
 def _unexpected(exc: BaseException) -> str:

@@ -100,7 +100,9 @@ def list_profiles(ctx: typer.Context, env_file: EnvFileOption = None) -> None:
             executor, extends, desc = prof.executor, raw.get("extends"), prof.description
         except NemoRunspecError as exc:
             problems.append(exc)
-            executor, extends, desc = "INVALID", raw.get("extends"), str(exc.problem)
+            problem = str(exc.problem)
+            desc = problem if len(problem) <= 60 else problem[:57] + "..."  # the whole line follows
+            executor, extends = "INVALID", raw.get("extends")
         table.add_row(*_row(name, executor, extends or "", desc or ""))
     for section in envmod.RESERVED_SECTIONS:
         if ef.sections.get(section):
@@ -118,9 +120,15 @@ def list_profiles(ctx: typer.Context, env_file: EnvFileOption = None) -> None:
     if present:
         console.print("Special sections: " + ", ".join(present), markup=False)
     if problems:
-        for exc in problems:
-            typer.echo(f"error: {exc}", err=True)
+        _print_problems(problems)
         raise typer.Exit(2)
+
+
+def _print_problems(problems: list[NemoRunspecError]) -> None:
+    """One ``error:`` line per distinct problem (every profile of a cycle, or every child
+    of a broken parent, has the same one)."""
+    for line in dict.fromkeys(f"error: {exc}" for exc in problems):
+        typer.echo(line, err=True)
 
 
 @app.command("show", cls=PlainParamsCommand)
@@ -250,7 +258,6 @@ def check(
     if not ef.profiles and not profiles:
         out.append("no profiles")
     sys.stdout.write("\n".join(out) + "\n")
-    for exc in problems:
-        typer.echo(f"error: {exc}", err=True)
+    _print_problems(problems)
     if problems:
         raise typer.Exit(2)

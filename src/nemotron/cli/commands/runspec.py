@@ -19,13 +19,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import NemoRunspecError
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand
+
+if TYPE_CHECKING:
+    from nemo_runspec.files import TreeLoop
 
 app = typer.Typer(
     name="runspec",
@@ -103,14 +106,19 @@ def show(
 
 
 def _has_block(path: Path) -> bool:
-    """True when ``path`` has a ``# /// script`` opener; an unreadable file raises OSError.
+    """True when ``path`` has a ``# /// script`` opener. A file that cannot be read (no
+    permission, a FIFO or device named ``*.py``, a symlink loop) raises LocalPathError
+    naming it; a dangling symlink is no script and is skipped."""
+    from nemo_runspec.errors import LocalPathError
+    from nemo_runspec.files import read_bytes
 
-    A dangling symlink is no script and is skipped.
-    """
     try:
-        raw = path.read_bytes()
+        os.stat(path)
     except FileNotFoundError:
-        return False
+        return False  # a dangling symlink
+    except OSError:
+        pass  # a symlink loop, no permission: reading says which
+    raw = read_bytes(path, what="file", error=LocalPathError)
     if b"# /// script" not in raw:
         return False
     from nemo_runspec._pep723 import has_opener
@@ -134,11 +142,20 @@ def _raise(exc: OSError) -> None:
     raise exc
 
 
+def _refuse_loop(loop: TreeLoop) -> None:
+    from nemo_runspec.errors import LocalPathError
+
+    raise LocalPathError(loop.words(), path=loop.link, hint=loop.hint)
+
+
 def _discover(root: Path) -> list[Path]:
     """Every ``*.py`` with a script block under ``root``; a directory or file that
-    cannot be read raises OSError (it could hold a script, so it is not skipped)."""
+    cannot be read raises OSError or LocalPathError (it could hold a script, so it is
+    not skipped); so does a symlink loop."""
+    from nemo_runspec.files import walk
+
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
+    for dirpath, dirnames, filenames in walk(root, on_error=_raise, on_loop=_refuse_loop):
         dirnames[:] = sorted(
             d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS
         )
@@ -152,10 +169,12 @@ def _discover(root: Path) -> list[Path]:
 
 def _scripts(given: Path) -> list[Path]:
     """The scripts to check for one command-line path (a file, or a directory searched)."""
+    from nemo_runspec.errors import LocalPathError
+    from nemo_runspec.files import read_bytes
+
     if os.path.isdir(given):
         return _discover(given)
-    with open(given, "rb"):  # readable? (a permission problem is not a runspec problem)
-        pass
+    read_bytes(given, what="file", error=LocalPathError)  # readable, and a regular file?
     return [given]
 
 
@@ -185,6 +204,9 @@ def validate(
     for given in paths:
         try:
             scripts += _scripts(given)
+        except LocalPathError as exc:
+            _fail(LocalPathError(exc.problem, path=exc.path, line=exc.line,
+                                 hint=exc.hint or "leave it out; nothing was checked"))
         except OSError as exc:
             where = Path(os.fsdecode(exc.filename)) if exc.filename else given
             what = "directory" if os.path.isdir(where) else "file"

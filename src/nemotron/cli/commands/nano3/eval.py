@@ -68,6 +68,9 @@ def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
     The evaluator images' ``.sqsh`` imports are then not submitted.
     """
     job = compile_job(SPEC, cfg, check_artifacts=not compose.composing(experiment, dependencies))
+    from nemotron.training.schema import check_config  # imports pydantic: not at --help time
+
+    check_config(job.train_config, "eval", overrides=list(cfg.overrides))  # every key typed, ${...} later
     ev = evaluator.prepare_eval_job(job)  # + tasks, W&B, images
     job = ev.job
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it

@@ -28,6 +28,14 @@ def _check_data_prep(stage: str):  # noqa: ANN202 - a Step.check
     return check
 
 
+def _check_recipe(kind: str):  # noqa: ANN202 - a Step.check
+    def check(job, overrides: Sequence[str]) -> None:  # noqa: ANN001
+        from nemotron.training.schema import check_config  # pydantic: not at --help time
+
+        check_config(job.train_config, kind, overrides=list(overrides))
+    return check
+
+
 def _prepare_eval(job):  # noqa: ANN001, ANN202 - a Step.prepare
     """The evaluation stage made ready exactly as ``nano3 eval`` makes it: task selection,
     env.toml ``[wandb]`` into the evaluator config (and the W&B key through the secrets
@@ -67,22 +75,22 @@ def _convert_not_needed(job):  # noqa: ANN001, ANN202 - a Step.skip_when
 STEPS: list[Step] = [
     Step("prep-pretrain", NANO3 / "stage0_pretrain/data_prep.py", check=_check_data_prep("pretrain"),
          description="tokenize the pretraining corpus (Ray)"),
-    Step("pretrain", NANO3 / "stage0_pretrain/train.py", description="pretrain (Megatron-Bridge; CPU fallback)",
-         prepare=_prepare_native),
+    Step("pretrain", NANO3 / "stage0_pretrain/train.py", check=_check_recipe("pretrain"),
+         description="pretrain (Megatron-Bridge; CPU fallback)", prepare=_prepare_native),
     Step("prep-sft", NANO3 / "stage1_sft/data_prep.py", check=_check_data_prep("sft"),
          description="chat-template and pack the SFT data (Ray)"),
-    Step("sft", NANO3 / "stage1_sft/train.py", description="supervised fine-tuning (Megatron-Bridge; CPU fallback)",
-         prepare=_prepare_native),
+    Step("sft", NANO3 / "stage1_sft/train.py", check=_check_recipe("sft"),
+         description="supervised fine-tuning (Megatron-Bridge; CPU fallback)", prepare=_prepare_native),
     Step("convert", NANO3 / "stage1_sft/convert.py", prepare=_prepare_native, skip_when=_convert_not_needed,
          description="export the SFT checkpoint to Hugging Face for RL (Megatron-Bridge; skipped in the CPU chain)"),
     Step("prep-rl", NANO3 / "stage2_rl/data_prep.py", check=_check_data_prep("rl"),
          description="normalise and split the RL prompts (Ray)"),
-    Step("rl", NANO3 / "stage2_rl/train.py", description="GRPO (NeMo-RL; CPU smoke fallback)",
-         prepare=_prepare_native),
+    Step("rl", NANO3 / "stage2_rl/train.py", check=_check_recipe("rl"),
+         description="GRPO (NeMo-RL; CPU smoke fallback)", prepare=_prepare_native),
 ]
 if (NANO3 / "eval/eval.py").is_file():
     STEPS.append(Step("eval", NANO3 / "eval/eval.py", description="evaluate the final model",
-                      prepare=_prepare_eval))
+                      check=_check_recipe("eval"), prepare=_prepare_eval))
 
 #: Every registered pipeline's steps, for `nemotron steps`.
 PIPELINES: dict[str, list[Step]] = {"nano3": STEPS}

@@ -50,6 +50,9 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
     job = compile_job(SPEC, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
+    from nemotron.training.schema import check_config  # imports pydantic: not at --help time
+
+    check_config(job.train_config, "rl", overrides=list(run.overrides))  # every key typed, ${...} later
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": a local Ray instance

@@ -33,6 +33,7 @@ the consuming stage checks before it starts.
 # No `from __future__ import annotations`: Typer reads the parameter annotations.
 
 import json
+import os
 import re
 import struct
 from collections.abc import Callable
@@ -43,6 +44,7 @@ import typer
 
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
 from nemo_runspec.errors import CLIUsageError, NemoRunspecError
+from nemo_runspec.files import read_text
 from nemotron.cli.commands.nano3.data.import_._common import (
     PlainParamsCommand,
     check_names,
@@ -93,7 +95,7 @@ def detect_layout(root: Path) -> str | None:
     """``megatron``, ``hf``, ``fallback`` or None."""
     if (root / TRACKER).is_file() or any(_ITER.match(p.name) and p.is_dir() for p in root.iterdir()):
         return "megatron"
-    if (root / "config.json").is_file():
+    if os.path.lexists(root / "config.json"):  # reading it says when it is no regular file
         return "hf"
     if any(_STEP.match(p.name) and p.is_file() for p in root.iterdir()):
         return "fallback"
@@ -119,10 +121,7 @@ def check_megatron(root: Path, *, write: bool = True) -> dict[str, Any]:
     iters = _iterations(root)
     generated = False
     if tracker.is_file():
-        try:
-            text = tracker.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _bad(f"cannot read: {getattr(exc, 'strerror', None) or exc}", tracker) from None
+        text = read_text(tracker, what="tracker file", error=CLIUsageError).strip()
         if text == "release":
             iteration: int | str = "release"
             _nonempty_dir(root / "release", tracker)
@@ -173,11 +172,9 @@ def check_hf(root: Path, *, write: bool = True) -> dict[str, Any]:
     """A Hugging Face model dir: config.json plus its weights. Returns metadata."""
     cfg_path = root / "config.json"
     try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+        config = json.loads(read_text(cfg_path, what="config.json", error=CLIUsageError))
     except json.JSONDecodeError as exc:
         raise _bad(f"invalid JSON: {exc.msg}", cfg_path, line=exc.lineno) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _bad(f"cannot read: {getattr(exc, 'strerror', None) or exc}", cfg_path) from None
     if not isinstance(config, dict):
         raise _bad("must be a JSON object", cfg_path)
     weights = sorted({*root.glob("*.safetensors"), *root.glob("pytorch_model*.bin")})
@@ -187,8 +184,9 @@ def check_hf(root: Path, *, write: bool = True) -> dict[str, Any]:
         if not index.is_file():
             continue
         try:
-            shards = set((json.loads(index.read_text(encoding="utf-8")).get("weight_map") or {}).values())
-        except (ValueError, AttributeError, OSError, UnicodeDecodeError):
+            shards = set((json.loads(read_text(index, what="shard index", error=CLIUsageError))
+                          .get("weight_map") or {}).values())
+        except (ValueError, AttributeError):
             raise _bad("not a shard index (no weight_map)", index) from None
         missing = sorted(s for s in shards if not (root / str(s)).is_file())
         if missing:

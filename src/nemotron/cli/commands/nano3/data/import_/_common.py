@@ -100,12 +100,12 @@ def _bad(problem: str, path: Path, hint: str | None = None, line: int | None = N
 
 
 def _read_json(path: Path) -> Any:
+    from nemo_runspec.files import read_text
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path, what="file", error=CLIUsageError))
     except json.JSONDecodeError as exc:
         raise _bad(f"invalid JSON: {exc.msg}", path, line=exc.lineno) from exc
-    except OSError as exc:
-        raise _bad(f"cannot read: {exc.strerror or exc}", path) from exc
 
 
 def _source_metadata(root: Path) -> dict[str, Any]:
