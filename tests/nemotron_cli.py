@@ -21,3 +21,20 @@ def find_nemotron() -> Path:
 
 
 NEMOTRON = find_nemotron()
+
+
+def job_errors(stderr: str) -> list[str]:
+    """The ``error:`` lines a run here printed before its ending (docs/execution.md, "How a
+    job ends"), after checking that the ending's first line repeats the last of them: a local
+    run ends with the job's outcome (its last error), the state line and the job dir, so a
+    failing job's error is said once by the job and once in that summary, and nowhere else."""
+    import re
+
+    lines = stderr.splitlines()
+    states = [i for i, ln in enumerate(lines) if re.match(r"job \S+: [A-Z_]+ \(exit code", ln)]
+    if not states:
+        return [ln for ln in lines if ln.startswith("error: ")]
+    end = states[-1]
+    said = [ln for ln in lines[:end - 1] if ln.startswith("error: ")]
+    assert said and lines[end - 1] == said[-1], stderr[-3000:]
+    return said

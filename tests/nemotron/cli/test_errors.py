@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nemotron_cli import NEMOTRON
+from tests.nemotron_cli import NEMOTRON, job_errors
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
@@ -389,5 +389,5 @@ def test_read_only_data_dir_during_local_data_prep(tmp_path):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 2, output[-2000:]
     assert "Traceback" not in output
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    errors = job_errors(proc.stderr)
     assert len(errors) == 1 and str(home / "data") in errors[0] and "Permission denied" in errors[0], output[-2000:]

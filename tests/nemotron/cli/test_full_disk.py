@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from nemo_runspec.errors import DiskFullError
-
-NEMOTRON = Path(sys.executable).with_name("nemotron")
+from tests.nemotron_cli import NEMOTRON, job_errors
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -58,7 +56,7 @@ def _cli(tmp: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    errors = job_errors(proc.stderr)
     assert len(errors) == 1 and "Traceback" not in proc.stderr and "enforce fail" not in proc.stderr, proc.stderr
     return errors[0]
 
