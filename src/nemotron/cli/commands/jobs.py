@@ -9,7 +9,7 @@ over the job's SSH tunnel, so nobody needs to remember a job dir.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,9 +19,6 @@ from nemotron.cli.commands import jobs_list, jobs_status, jobs_sweeps
 from nemotron.cli.commands.jobs_common import job_states, one_line_errors, out, warn_bad_lines
 from nemotron.cli.commands.jobs_logs import follow_log, pipe_logs, print_log
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand, dry_run_requested
-
-if TYPE_CHECKING:
-    pass
 
 app = typer.Typer(
     name="jobs",
@@ -63,6 +60,7 @@ def list_jobs(
         nemotron jobs list --recipe nano3/pretrain --state RUNNING
         nemotron jobs list -n 50 --state FAILED,TIMEOUT
     """
+    jobs_list.list_jobs(recipe, state, limit, as_json)
 
 
 # --------------------------------------------------------------------------- status
