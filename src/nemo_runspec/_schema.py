@@ -18,6 +18,7 @@ from nemo_runspec._models import (
     RunspecResources,
     RunspecRun,
 )
+from nemo_runspec.dollar import ENV_VALUE_PATTERN
 
 # Defaults come from the dataclasses (their one home), so the schema cannot drift.
 _RUN, _CONFIG, _RESOURCES = RunspecRun(), RunspecConfig(), RunspecResources()
@@ -125,7 +126,8 @@ _SCHEMA: dict[str, Any] = {
             "description": "Environment variables set for the job (string values).",
             "default": {},
             "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-            "additionalProperties": {"type": "string"},
+            # (the one rule for $: nemo_runspec.dollar)
+            "additionalProperties": {"type": "string", "pattern": ENV_VALUE_PATTERN},
         },
         "scales": {
             "type": "array",

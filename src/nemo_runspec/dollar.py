@@ -40,6 +40,11 @@ _FORM_PARTS = re.compile(rf"\$(?:(?P<plain>{_NAME})|\{{(?P<braced>{_NAME})(?:(?P
 
 LITERAL_DOLLAR_HINT = "write $$ for a literal $"
 
+#: The same rule as a JSON Schema ``pattern`` (ECMA-262 and Python alike) for a runspec's
+#: ``env`` values: every ``$`` starts a shell form above, ``$$`` or ``${oc.env:...}``.
+ENV_VALUE_PATTERN = (rf"^(?:[^$\\]|\\(?!\$\{{oc\.env:)|\$\$|\${_NAME}|\$\{{{_NAME}\}}|\$\{{{_NAME}:?-[^}}$`\\\"']*\}}"
+                     r"|\$\{oc\.env:[^}]*\})*$")
+
 
 def resolver_problem(text: str) -> str | None:
     """Why ``text`` uses a resolver this rule does not resolve, or None."""

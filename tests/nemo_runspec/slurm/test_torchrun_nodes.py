@@ -54,7 +54,8 @@ def _task(srun: str) -> str:
 def test_two_nodes_start_torchrun_per_node_with_a_static_rendezvous(tmp_path):
     job, text = _render(tmp_path)
     task = _task(_srun(text))
-    rdzv = rendezvous_id("demo-nodes_fixed")
+    # the id comes from what the job is (its name, script, arguments, train.yaml), not the experiment id
+    rdzv = rendezvous_id(NS(name=job.name, script="main.py", args=ARGS, files=job.files))
     inner = (f'exec torchrun --rdzv-backend static --rdzv-endpoint "$NEMOTRON_HEAD_NODE_IP:29500" --rdzv-id {rdzv} '
              '--nnodes 2 --nproc-per-node 1 --node-rank "$SLURM_NODEID" --tee 3 "$@"')
     assert task == "bash -c " + shlex.quote(inner) + " torchrun main.py --n 'x y' '$(touch INJECTED)' '" + \
