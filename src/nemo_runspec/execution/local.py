@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.resources import requested_processes
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution.output_copy import OutputCopy
+from nemo_runspec.execution.output_copy import DRAIN_SECONDS, OutputCopy
 from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
 from nemo_runspec.execution.settings import launch_of, lookup
 
@@ -269,7 +269,9 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
         _stop_group(child.pid)
         lifeline.release(child.pid)
         if output is not None:
-            output.wait()
+            # interrupted: what came is kept, and no process the job left behind holding its
+            # pipes keeps this one alive (its publish is refused once we are gone)
+            output.wait(0.1 if interrupted else DRAIN_SECONDS)
     return interrupted or code
 
 

@@ -78,6 +78,7 @@ def test_unknown_and_unsupported_images_say_what_the_job_will_do(sandbox):
 @pytest.mark.parametrize("image,flow", [("nvcr.io/nvidia/nemo-rl:v0.4.0.nemotron_3_nano", "run_grpo_math.py"),
                                         ("nvcr.io/nvidia/nemo-rl:v0.7.0", "run_grpo.py")])
 def test_rl_dry_run_shows_the_release_flow(sandbox, image, flow):
-    out = _dry_run(sandbox, "nano3", "rl", "-c", "default", f"run.env.container_image={image}")
+    # (two nodes: the only cell of the RL scale matrix, NeMo-RL's own 2n8g recipe)
+    out = _dry_run(sandbox, "nano3", "rl", "-c", "default", f"run.env.container_image={image}", "run.env.nodes=2")
     assert f"NeMo-RL's examples/{flow}" in out
     assert ("13 values" in out) == image.endswith("v0.7.0")

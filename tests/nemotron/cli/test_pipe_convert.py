@@ -38,7 +38,7 @@ def _pipe(sb: dict, *args: str) -> str:
 
 
 def test_the_default_chain_converts_between_sft_and_rl(sandbox):
-    out = _pipe(sandbox, "-c", "default", "--batch", "dev")
+    out = _pipe(sandbox, "-c", "default", "--batch", "dev", "rl.run.env.nodes=2")  # (the RL scale matrix: 2 nodes)
     graph = out[out.index("dependency graph"):].splitlines()
     names = [line.split()[0] for line in graph[1:] if line.strip()]
     assert names.index("sft") < names.index("convert") < names.index("rl")

@@ -80,7 +80,9 @@ def test_ray_dry_run_shows_signal_requeue_exclusion_and_watchdog(tmp_path, profi
             "excluded (at most 1), watchdog: stall_timeout 900 s; the Ray driver's srun goes through the helper"
             in script)
     assert "NR_MAX_RESTARTS=4 NR_STALL_TIMEOUT=900 NR_STARTUP_TIMEOUT=1800 NR_MAX_EXCLUDED=1" in script
-    assert 'scontrol requeue "$SLURM_JOB_ID"' in script and 'ExcNodeList="$excluded"' in script
+    # (NR_JOB: the job, or one task of an array, which $SLURM_JOB_ID alone is not)
+    assert "NR_JOB=${NR_JOB:-$SLURM_JOB_ID}" in script
+    assert 'scontrol requeue "$NR_JOB"' in script and 'ExcNodeList="$excluded"' in script
     assert "nemotron_watchdog() {" in script
     assert "nemotron_attempt_begin\ntrap 'nemotron_on_signal USR1' USR1\ntrap 'nemotron_on_signal TERM' TERM\n" in script
     seen = "/nemo_run/" if profile == "gpu" else rf"{re.escape(str(tmp_path / 'home'))}/\S+/nano3-rl/"
@@ -128,7 +130,9 @@ def test_torchrun_dry_run_shows_signal_requeue_exclusion_and_watchdog(tmp_path):
             "excluded (at most 1), watchdog: stall_timeout 900 s\n" in script)
     assert re.search(r"^NR_DIR=\S+/resilience NR_MAX_RESTARTS=4 NR_STALL_TIMEOUT=900 NR_STARTUP_TIMEOUT=1800 "
                      r"NR_MAX_EXCLUDED=1$", script, re.M)
-    assert 'scontrol requeue "$SLURM_JOB_ID"' in script and 'ExcNodeList="$excluded"' in script
+    # (NR_JOB: the job, or one task of an array, which $SLURM_JOB_ID alone is not)
+    assert "NR_JOB=${NR_JOB:-$SLURM_JOB_ID}" in script
+    assert 'scontrol requeue "$NR_JOB"' in script and 'ExcNodeList="$excluded"' in script
     assert "nemotron_watchdog() {" in script
     assert "nemotron_attempt_begin\ntrap 'nemotron_on_signal USR1' USR1\ntrap 'nemotron_on_signal TERM' TERM\n" \
            "srun() { nemotron_srun \"$@\"; }\n" in script

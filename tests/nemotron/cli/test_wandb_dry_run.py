@@ -13,7 +13,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from tests.nemotron_cli import NEMOTRON
+from tests.nemotron_cli import NEMOTRON, job_errors
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY = "wbkey0123456789abcdef0123456789abcdef01"
@@ -71,6 +71,6 @@ def test_a_run_with_the_w_and_b_registry_but_no_wandb_package_prints_only_our_li
     proc = subprocess.run([str(NEMOTRON), "nano3", "pretrain", "-c", "tiny", "--env-file", str(tmp_path / "env.toml")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    errors = job_errors(proc.stderr)  # (the local ending repeats the job's last error once)
     assert errors == ["error: W&B is configured but the wandb package is not installed (pip install 'nemotron[wandb]')"]
     assert "Traceback" not in proc.stderr
