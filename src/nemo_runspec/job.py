@@ -20,7 +20,7 @@ submission all read this object; none of them looks for env.toml again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -171,7 +171,8 @@ def _refuse_profile_as_argument(words: list[str], env_file: EnvFile | None) -> N
             )
 
 
-def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts: bool = True) -> CompiledJob:
+def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts: bool = True,
+                check: Callable[[DictConfig, Sequence[str]], None] | None = None) -> CompiledJob:
     """Compile the job a recipe command was asked to run (see the module docstring).
 
     ``cfg`` is a :class:`~nemo_runspec.run.RunConfig` (what Python callers build)
@@ -179,7 +180,9 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
     first problem found: config, override, env.toml, profile, or (unless
     ``check_artifacts`` is false or this is a dry run) an ``${art:...}`` that
-    does not resolve in a registry this machine can read.
+    does not resolve in a registry this machine can read. ``check``, when given, is called
+    with the recipe's config and the command line's overrides before that lookup (a
+    recipe's typed check of its keys: a mistyped value is said before a missing artifact).
     """
     # Imported here: recipe command modules import this one for `--help`.
     from omegaconf import OmegaConf
@@ -236,6 +239,8 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
 
         print("warning: --force-squash has no effect: the profile sets no squash_dir, so the "
               "container image is not squashed (pyxis pulls it when the job starts)", file=sys.stderr)
+    if check is not None:
+        check(train_config, list(ctx.overrides or []))
     if check_artifacts and not job.dry_run:
         # A missing ${art:...} would otherwise be found on the node, after the queue wait;
         # a dry run shows each reference with what it resolves to instead.

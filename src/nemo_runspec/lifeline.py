@@ -87,6 +87,14 @@ _watcher: subprocess.Popen[bytes] | None = None
 _watcher_pid_owner: int | None = None
 
 
+def watcher_pid() -> int | None:
+    """The pid of this process's watcher (started by the first :func:`watch`, it lives as
+    long as this process), or None when there is none."""
+    if _watcher is not None and _watcher_pid_owner == os.getpid() and _watcher.poll() is None:
+        return _watcher.pid
+    return None
+
+
 def _pdeathsig_setter() -> Callable[[], None] | None:
     """A function for ``preexec_fn`` that asks the kernel to SIGKILL the child when its
     parent dies (and exits at once if the parent is already gone); None off Linux."""

@@ -337,6 +337,11 @@ def describe(annotation: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> str
     args = typing.get_args(annotation)
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in args)
+    if origin is typing.Annotated:  # e.g. inside `Positive | None`: the type and its bounds
+        inner = [*metadata]
+        for extra in args[1:]:
+            inner.extend(getattr(extra, "metadata", None) or [extra])  # a pydantic Field(ge=1) holds Ge(1)
+        return describe(args[0], inner)
     if origin in (typing.Union, types.UnionType):
         parts = [describe(a, metadata) for a in args if a is not type(None)]
         if any(p.startswith("a number") for p in parts):  # an int is a number too
@@ -357,7 +362,6 @@ def describe(annotation: Any, metadata: list[Any] | tuple[Any, ...] = ()) -> str
     if annotation in (int, float) and bounds:
         name += " " + bounds
     return name
-
 
 
 def _bounds(metadata: Any) -> str:

@@ -38,8 +38,11 @@ def shards(n: int, size: int = 1000) -> list[Shard]:
 
 
 def children() -> list[int]:
-    """Live (not zombie) child processes of this process."""
-    out = []
+    """Live (not zombie) child processes of this process, but for the lifeline's watcher
+    (an earlier test in this process may have started a local child through it)."""
+    from nemo_runspec import lifeline
+
+    out: list[int] = []
     for tid in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
             kids = Path(f"/proc/{os.getpid()}/task/{tid}/children").read_text().split()
@@ -47,7 +50,8 @@ def children() -> list[int]:
             continue
         for k in kids:
             try:
-                if Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                state = Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z" and int(k) != lifeline.watcher_pid():
                     out.append(int(k))
             except OSError:
                 continue

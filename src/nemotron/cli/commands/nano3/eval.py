@@ -20,6 +20,7 @@ from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
+from nemotron.training.config_check import typed_config
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/eval/eval.py")
 
@@ -67,10 +68,8 @@ def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     The evaluator images' ``.sqsh`` imports are then not submitted.
     """
-    job = compile_job(SPEC, cfg, check_artifacts=not compose.composing(experiment, dependencies))
-    from nemotron.training.schema import check_config  # imports pydantic: not at --help time
-
-    check_config(job.train_config, "eval", overrides=list(cfg.overrides))  # every key typed, ${...} later
+    job = compile_job(SPEC, cfg, check=typed_config("eval"),
+                      check_artifacts=not compose.composing(experiment, dependencies))
     ev = evaluator.prepare_eval_job(job)  # + tasks, W&B, images
     job = ev.job
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it

@@ -18,6 +18,7 @@ from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
+from nemotron.training.config_check import typed_config
 from nemotron.training.native_plan import show_dry_run
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage0_pretrain/train.py")
@@ -50,10 +51,8 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
     ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
-    job = compile_job(SPEC, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
-    from nemotron.training.schema import check_config  # imports pydantic: not at --help time
-
-    check_config(job.train_config, "pretrain", overrides=list(run.overrides))  # every key typed, ${...} later
+    job = compile_job(SPEC, run, check=typed_config("pretrain"),
+                      check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": torchrun here
