@@ -44,6 +44,7 @@ class Holder:
 
     @classmethod
     def me(cls) -> Holder:
+        """This process as a holder: host, pid, its start time and now."""
         return cls(this_host(), os.getpid(), start_time(os.getpid()) or 0,
                    time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime()))
 
@@ -57,6 +58,7 @@ class Holder:
             return None
 
     def line(self) -> str:
+        """The holder as the lock file's one JSON line (what :meth:`parse` reads)."""
         return json.dumps({"pid": self.pid, "host": self.host, "start": self.start, "since": self.since})
 
     def describe(self) -> str:
@@ -65,6 +67,7 @@ class Holder:
 
     @property
     def here(self) -> bool:
+        """Whether the holder runs on this host (only then can its pid be checked)."""
         return self.host == this_host()
 
     @property
@@ -124,6 +127,7 @@ class HolderLock:
         self._me: Holder | None = None
 
     def holder(self) -> Holder | None:
+        """Who holds the lock now, as its file says, or None (no file, or not readable)."""
         try:
             return Holder.parse(Path(self.path).read_text(encoding="utf-8"))
         except OSError:

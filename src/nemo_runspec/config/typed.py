@@ -121,6 +121,7 @@ def _dotted(path: KeyPath) -> str:
 
 
 def value_at(data: Any, path: KeyPath) -> Any:
+    """The value at ``path`` (keys and list indices) inside ``data``."""
     for part in path:
         data = data[part]
     return data
@@ -317,10 +318,12 @@ def _unquote_hint(value: str, annotation: Any, metadata: Sequence[Any], key: str
         return None
     return f"a quoted value is a string: write {key}: {value}"
 def is_interpolation(value: Any) -> bool:
+    """Whether ``value`` is text holding an OmegaConf ``${...}`` (resolved later, in the job)."""
     return isinstance(value, str) and "${" in value
 
 
 def plain(value: Any) -> Any:
+    """``value`` with every mapping and sequence made a plain ``dict``/``list``."""
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
