@@ -85,6 +85,7 @@ class FallbackSettings(_Own):
     model: FallbackShape = Field(default_factory=FallbackShape)
     checkpoint_dir: str | None = Field(None, examples=["checkpoints"])
     init_from_pretrained: bool = Field(True, examples=[False])
+    threads: Positive | None = Field(None, examples=[1])  # intra-op threads per process; None: cores / processes
     # the RL smoke task's own keys
     tokenizer: str | None = Field(None, examples=["pkg:nemotron/recipes/nano3/sample_data/tokenizer"])
     max_new_tokens: Positive = Field(16, examples=[8])
@@ -206,6 +207,8 @@ class EvalFallback(_Own):
     tokenizer: str | None = Field(None, examples=["pkg:nemotron/recipes/nano3/sample_data/tokenizer"])
     device: Literal["auto", "cpu", "cuda"] = Field("auto", examples=["cpu"])
     batch_size: Positive = Field(16, examples=[16])
+    threads: Positive | None = Field(None, examples=[1])
+    chain: bool = Field(True, examples=[False])  # also evaluate the models this one was trained from
 
 
 class EvalTask(_Typed):
