@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING, Any
 from nemo_runspec.errors import ExecutionError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import Console
+
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.packaging import PackagingPlan
 
@@ -204,8 +208,11 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
     return out
 
 
-def show(job: CompiledJob, prepared: BackendJob) -> int:
-    """The dry run: the job, the executor's fields (secrets redacted) and the job script; returns 0."""
+def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], object] | None = None) -> int:
+    """The dry run: the job, the executor's fields (secrets redacted) and the job script, then
+    what ``extra`` prints (the command's own block); returns 0."""
+    from rich.console import Console
+
     from nemo_runspec.cli.display import display_dry_run, to_yaml
     from nemo_runspec.config.resolvers import describe_references
     from nemo_runspec.execution.backends import CLASSES
@@ -224,8 +231,11 @@ def show(job: CompiledJob, prepared: BackendJob) -> int:
     elif prepared.secrets:
         scripts["secrets the job needs (not delivered: see the warning)"] = \
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
+    console = Console(highlight=False)
     display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, scripts=scripts,
-                    artifacts=describe_references(job.job_config, registry=job.registry))
+                    artifacts=describe_references(job.job_config, registry=job.registry), console=console)
+    if extra is not None:
+        extra(console)
     if prepared.refused is not None:
         import sys
 

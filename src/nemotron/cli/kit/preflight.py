@@ -56,6 +56,8 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | s
         return compose.add_to_experiment(job, experiment)
     if job.is_local:  # no profile, or executor = "local": torchrun here
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
+    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
+        return execution.run_job(job)
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
     # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
     slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (torchrun)

@@ -77,6 +77,10 @@ def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     if job.is_local:  # no profile, or executor = "local": eval.py runs here
         return show(ev) if job.dry_run else execution.run_local(job)
+    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
+        from nemotron.training.evaluate import show_plan
+
+        return execution.run_job(job, extra=lambda console: show_plan(ev, console=console))
     # FORK POINT: the lines below send the job to Slurm through nemo-run (after the
     # evaluator images' .sqsh imports, when the profile has squash_dir); replace them
     # to launch it elsewhere (docs/dev/architecture.md, "Forking a command").

@@ -17,7 +17,7 @@ from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
-from nemotron.training.native_plan import show_dry_run
+from nemotron.training.native_plan import show_dry_run, show_plan
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage2_rl/train.py")
 
@@ -58,7 +58,7 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
     if job.is_local:  # no profile, or executor = "local": a local Ray instance
         return show_dry_run(job) if job.dry_run else execution.run_local(job)
     if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
-        return execution.run_job(job)
+        return execution.run_job(job, extra=lambda console: show_plan(job, console))
     # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
     # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
     slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (Ray template)
