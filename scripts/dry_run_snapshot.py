@@ -292,8 +292,9 @@ def _scratch_lock(scratch: Path) -> Iterator[None]:
         yield
 
 
-def run_case(case: Case, scratch: Path, commit: str) -> tuple[bytes, bytes, bytes]:
+def run_case(case: Case, scratch: Path) -> tuple[bytes, bytes, bytes]:
     """Run ``case`` in a fresh scratch root; its normalised stdout, stderr and exit code."""
+    commit = _git("rev-parse", "HEAD")  # per case: a commit made while the cases run changes nothing
     env = _prepare_scratch(scratch)
     argv = [a.replace("{scratch}", str(scratch)) for a in case.argv]
     cmd = [sys.executable, str(Path(__file__).resolve()), "_run", "--",
@@ -328,7 +329,7 @@ def write(snapshot: Path, pattern: Sequence[str] | None, scratch: Path) -> int:
     meta = {"scratch": str(scratch), "commit": commit, "cases": [c.name for c in select(pattern)]}
     for case in select(pattern):
         start = time.monotonic()
-        for suffix, data in zip(SUFFIXES, run_case(case, scratch, commit), strict=True):
+        for suffix, data in zip(SUFFIXES, run_case(case, scratch), strict=True):
             (snapshot / f"{case.name}{suffix}").write_bytes(data)
         rc = (snapshot / f"{case.name}.rc").read_text().strip()
         print(f"{case.name}: exit {rc} ({time.monotonic() - start:.1f} s)", flush=True)
@@ -357,14 +358,13 @@ def check(snapshot: Path, pattern: Sequence[str] | None, expect_file: Path | Non
     meta = json.loads(meta_path.read_text())
     scratch = Path(meta["scratch"])
     expected = _expectations(expect_file)
-    commit = _git("rev-parse", "HEAD")
     identical, changed, explained, matched = 0, [], 0, set()
     for case in select(pattern):
         if case.name not in meta["cases"]:
             print(f"{case.name}: not in the snapshot (write it again)")
             changed.append(case.name)
             continue
-        now = run_case(case, scratch, commit)
+        now = run_case(case, scratch)
         diffs = []
         for suffix, data in zip(SUFFIXES, now, strict=True):
             before = (snapshot / f"{case.name}{suffix}").read_bytes()
