@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from nemo_runspec.backends.base import DryRun
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.packaging import PackagingPlan
 
@@ -211,10 +212,17 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
 def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], object] | None = None) -> int:
     """The dry run: the job, the executor's fields (secrets redacted) and the job script, then
     what ``extra`` prints (the command's own block); returns 0."""
-    from rich.console import Console
+    from nemo_runspec.cli.display import show_rendered
 
-    from nemo_runspec.cli.display import display_dry_run, to_yaml
-    from nemo_runspec.config.resolvers import describe_references
+    show_rendered(job, dry_run(prepared), extra=extra)
+    return 0
+
+
+def dry_run(prepared: BackendJob) -> DryRun:
+    """What the dry run shows of ``prepared``: the executor's fields (secrets redacted), the job
+    script, the secrets' names, and what submitting would refuse."""
+    from nemo_runspec.backends.base import DryRun
+    from nemo_runspec.config.yaml_io import to_yaml
     from nemo_runspec.execution.backends import CLASSES
     from nemo_runspec.secrets import redact, redact_text
 
@@ -231,17 +239,9 @@ def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], o
     elif prepared.secrets:
         scripts["secrets the job needs (not delivered: see the warning)"] = \
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
-    console = Console(highlight=False)
-    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, scripts=scripts,
-                    artifacts=describe_references(job.job_config, registry=job.registry), console=console)
-    if extra is not None:
-        extra(console)
-    if prepared.refused is not None:
-        import sys
-
-        print(f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",
-              file=sys.stderr)
-    return 0
+    warnings = () if prepared.refused is None else (
+        f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",)
+    return DryRun(scripts=scripts, warnings=warnings)
 
 
 def write_job_dir(prepared: BackendJob) -> None:

@@ -147,8 +147,10 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
     plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume, pin_inputs=pin_inputs)
+    from nemo_runspec.backends import backend_for
+
     first = plans[0].job
-    if not first.is_local and first.executor != "slurm":  # only Slurm chains jobs (afterok)
+    if not backend_for(first).chains:  # here in order, or Slurm's afterok chain; not docker, ...
         raise ConfigError(f"a pipeline runs its stages here or on Slurm; executor = {first.executor!r} is not "
                           "supported", key="executor", hint="run the stages one by one with their own commands")
     one_allocation = launcher == "sbatch"
