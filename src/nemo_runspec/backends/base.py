@@ -3,18 +3,18 @@
 A backend turns a :class:`~nemo_runspec.job.CompiledJob` into something it can show or start
 (:meth:`Backend.prepare`), says what a ``--dry-run`` shows of it (:meth:`Backend.render`, data
 only: the CLI prints it) and starts it (:meth:`Backend.submit`). The registry
-(:mod:`nemo_runspec.backends.registry`) finds the backend the profile's ``executor`` names;
-:func:`nemo_runspec.cli.launch.launch` is the one place a recipe command hands its job over.
-
-Standard library only: env.toml validation reads the registry, and ``nemotron --help`` must
-stay cheap.
+(:mod:`nemo_runspec.env.registry`) finds the class the profile's ``executor`` names
+(:func:`backend_for`); :func:`nemo_runspec.cli.runner.launch` is the one place a recipe
+command hands its job over. Standard library only at import (``nemotron --help`` stays cheap).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+from nemo_runspec.env.registry import backend_class
 
 if TYPE_CHECKING:
     from nemo_runspec.job import CompiledJob
@@ -43,8 +43,11 @@ class Backend(Protocol[P]):
     """Where a compiled job runs. ``P`` is what :meth:`prepare` builds (opaque to callers).
 
     A class implementing it is registered by its :attr:`name`: built in
-    (:data:`nemo_runspec.backends.registry.BUILTIN`) or through the entry-point group
+    (:data:`nemo_runspec.env.registry.BUILTIN`) or through the entry-point group
     ``nemo_runspec.backends`` of an installed distribution (docs/dev/architecture.md).
+    Pipelines (``nano3 pipe``) and ``-m`` sweeps still drive the built-ins' own code: a
+    plug-in sets :attr:`chains`, :attr:`waits_for_jobs` and :attr:`sweeps` to False (its
+    pipes and sweeps are then refused in one line).
     """
 
     #: what ``executor = NAME`` in env.toml says
@@ -69,3 +72,8 @@ class Backend(Protocol[P]):
         """Run or submit ``prepared``; the command's exit code (0 once a detached job is
         accepted; the job's own when it is followed)."""
         ...
+
+
+def backend_for(job: CompiledJob) -> Backend[Any]:
+    """The backend the job's profile names (``local`` without a profile), instantiated."""
+    return backend_class(job.executor)()

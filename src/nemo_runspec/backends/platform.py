@@ -31,9 +31,11 @@ class PlatformBackend:
 
     def render(self, job: CompiledJob, prepared: BackendJob) -> DryRun:
         """The executor's fields (secrets redacted), the job script, what submission would refuse."""
-        from nemo_runspec.execution.backend_job import dry_run
+        from nemo_runspec.backends.base import DryRun
+        from nemo_runspec.execution.backend_job import dry_run_parts
 
-        return dry_run(prepared)
+        scripts, warnings = dry_run_parts(prepared)
+        return DryRun(scripts=scripts, warnings=warnings)
 
     def submit(self, job: CompiledJob, prepared: BackendJob) -> int:
         """Write the job dir and start the job; the exit code."""

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nemo_runspec.backends.base import DryRun
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.pipeline import StagePlan
     from nemo_runspec.slurm.prepared import PreparedJob
@@ -217,19 +216,21 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     if slurm_job is None:
         from nemo_runspec.backends.local import local_dry_run
 
-        show_rendered(job, local_dry_run(job), console=console)
+        dry = local_dry_run(job)
     else:
         from nemo_runspec.backends.slurm import slurm_dry_run
 
-        show_rendered(job, slurm_dry_run(slurm_job), console=console)
+        dry = slurm_dry_run(slurm_job)
+    show_rendered(job, scripts=dry.scripts, commands=dry.commands, console=console)
     return 0
 
 
-def show_rendered(job: CompiledJob, dry: DryRun, *, console: Console | None = None,
-                  extra: Callable[[Console], object] | None = None) -> None:
-    """Print the dry run of ``job`` with what its backend rendered (``dry``: scripts or the
-    local command), then ``extra`` (the command's own block), then the backend's warnings
-    on stderr."""
+def show_rendered(job: CompiledJob, *, scripts: Mapping[str, str] | None = None,
+                  commands: Sequence[str] | None = None, warnings: Sequence[str] = (),
+                  console: Console | None = None, extra: Callable[[Console], object] | None = None) -> None:
+    """Print the dry run of ``job`` with what its backend rendered (the scripts, title -> text,
+    or the local command lines; :class:`nemo_runspec.backends.base.DryRun`), then ``extra``
+    (the command's own block), then the backend's ``warnings`` on stderr."""
     import sys
 
     from rich.console import Console
@@ -238,12 +239,12 @@ def show_rendered(job: CompiledJob, dry: DryRun, *, console: Console | None = No
 
     console = console or Console(highlight=False)
     display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, console=console,
-                    scripts=None if dry.scripts is None else dict(dry.scripts),
-                    commands=None if dry.commands is None else list(dry.commands),
+                    scripts=None if scripts is None else dict(scripts),
+                    commands=None if commands is None else list(commands),
                     artifacts=describe_references(job.job_config, registry=job.registry))
     if extra is not None:
         extra(console)
-    for line in dry.warnings:
+    for line in warnings:
         print(line, file=sys.stderr)
 
 

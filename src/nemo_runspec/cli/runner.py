@@ -28,7 +28,7 @@ def launch(job: CompiledJob, *, extra: Callable[[Console], object] | None = None
     """
     from rich.console import Console
 
-    from nemo_runspec.backends.registry import backend_for
+    from nemo_runspec.backends.base import backend_for
     from nemo_runspec.cli.display import show_rendered
     from nemo_runspec.sweep.collect import take
 
@@ -41,7 +41,9 @@ def launch(job: CompiledJob, *, extra: Callable[[Console], object] | None = None
         return backend.submit(job, prepared)
     console = Console(highlight=False)
     if not (backend.sweeps and take("dry-run", job, prepared)):  # a sweep shows its points itself
-        show_rendered(job, backend.render(job, prepared), console=console, extra=extra)
+        dry = backend.render(job, prepared)
+        show_rendered(job, scripts=dry.scripts, commands=dry.commands, warnings=dry.warnings, console=console,
+                      extra=extra)
     elif extra is not None:
         extra(console)
     return 0

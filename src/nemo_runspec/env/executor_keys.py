@@ -18,11 +18,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WrapValidator
 
-from nemo_runspec.backends.registry import BUILTIN, LENIENT, accept_plugin, builtin_names
+from nemo_runspec.env.registry import BUILTIN, LENIENT, accept_plugin, builtin_names
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
-#: the built-in executor names (declared once: nemo_runspec.backends.registry)
+#: the built-in executor names (declared once: nemo_runspec.env.registry)
 ExecutorName = Literal[builtin_names()]  # type: ignore[valid-type]
 #: env.toml's ``executor``: a built-in name, or one an installed plug-in registers
 ExecutorKey = Annotated[ExecutorName | None, WrapValidator(accept_plugin)]

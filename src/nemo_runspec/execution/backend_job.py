@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from nemo_runspec.backends.base import DryRun
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.packaging import PackagingPlan
 
@@ -214,14 +213,15 @@ def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], o
     what ``extra`` prints (the command's own block); returns 0."""
     from nemo_runspec.cli.display import show_rendered
 
-    show_rendered(job, dry_run(prepared), extra=extra)
+    scripts, warnings = dry_run_parts(prepared)
+    show_rendered(job, scripts=scripts, warnings=warnings, extra=extra)
     return 0
 
 
-def dry_run(prepared: BackendJob) -> DryRun:
-    """What the dry run shows of ``prepared``: the executor's fields (secrets redacted), the job
-    script, the secrets' names, and what submitting would refuse."""
-    from nemo_runspec.backends.base import DryRun
+def dry_run_parts(prepared: BackendJob) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What the dry run shows of ``prepared``: title -> text of the executor's fields (secrets
+    redacted), the job script and the secrets' names; and the warning lines (what submitting
+    would refuse)."""
     from nemo_runspec.config.yaml_io import to_yaml
     from nemo_runspec.execution.backends import CLASSES
     from nemo_runspec.secrets import redact, redact_text
@@ -241,7 +241,7 @@ def dry_run(prepared: BackendJob) -> DryRun:
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
     warnings = () if prepared.refused is None else (
         f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",)
-    return DryRun(scripts=scripts, warnings=warnings)
+    return scripts, warnings
 
 
 def write_job_dir(prepared: BackendJob) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nemo_runspec.backends.registry import BUILTIN
+from nemo_runspec.env.registry import BUILTIN
 from nemo_runspec.errors import ExecutionError
 
 #: the executor class of each executor name (module, class)

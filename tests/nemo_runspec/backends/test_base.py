@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from nemo_runspec.backends import base, registry
+from nemo_runspec.backends import base
+from nemo_runspec.env import registry
 
 
 @pytest.mark.parametrize("name", registry.builtin_names())
@@ -34,7 +35,7 @@ def test_what_each_builtin_can_do() -> None:
 
 
 def test_loading_the_backends_imports_no_heavy_package() -> None:
-    code = ("import sys\nfrom nemo_runspec.backends import registry\n"
+    code = ("import sys\nfrom nemo_runspec.env import registry\n"
             "for n in registry.builtin_names(): registry.backend_class(n)\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
             "('nemo_run', 'ray', 'torch', 'sky', 'leptonai', 'docker', 'wandb', 'omegaconf'))\n"

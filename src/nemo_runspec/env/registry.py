@@ -11,7 +11,9 @@ are read only for a name that is not built in (once per process), so a profile n
 built-in never scans the installed distributions; a plug-in named like a built-in is never
 used. env.toml validation reads the names here (:func:`is_backend`, :data:`LENIENT`).
 
-Standard library only (env validation imports it; ``nemotron --help`` must stay cheap).
+It sits in ``env`` because env.toml validation, the lowest layer that needs the names, must
+not import the backends (they import the layers above it); :mod:`nemo_runspec.backends`
+hands these names on. Standard library only (``nemotron --help`` must stay cheap).
 """
 
 from __future__ import annotations
@@ -19,15 +21,12 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.errors import ConfigError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
-
-    from nemo_runspec.backends.base import Backend
-    from nemo_runspec.job import CompiledJob
 
 ENTRY_POINT_GROUP = "nemo_runspec.backends"
 
@@ -65,9 +64,10 @@ def accept_plugin(value: object, handler: Callable[[object], object]) -> object:
     return handler(value)
 
 
-def backend_class(name: str) -> type[Backend[Any]]:
-    """The backend class of executor ``name``; a one-line :class:`ConfigError` (exit 2) for a
-    name nothing registers or a plug-in that does not load."""
+def backend_class(name: str) -> type:
+    """The backend class of executor ``name`` (a :class:`nemo_runspec.backends.base.Backend`); a
+    one-line :class:`ConfigError` (exit 2) for a name nothing registers or a plug-in that does
+    not load."""
     target = BUILTIN.get(name)
     if target is not None:
         module, _, attr = target.partition(":")
@@ -89,11 +89,6 @@ def backend_class(name: str) -> type[Backend[Any]]:
         raise ConfigError(f"executor = {name!r}: {where} gives a backend named {getattr(cls, 'name', None)!r}",
                           key="executor", hint="the entry point's name must be the backend's name")
     return cls
-
-
-def backend_for(job: CompiledJob) -> Backend[Any]:
-    """The backend the job's profile names (``local`` without a profile)."""
-    return backend_class(job.executor)()
 
 
 @functools.cache

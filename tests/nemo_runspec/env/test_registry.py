@@ -1,6 +1,6 @@
 """The registry: the built-in names, in the order messages list them, found without reading
 any distribution's entry points; an unknown name is one line. (Plug-ins through a real entry
-point: test_registry_plugin.py.)"""
+point: tests/nemo_runspec/backends/test_base_plugin_entry_point.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from nemo_runspec.backends import registry
+from nemo_runspec.env import registry
 from nemo_runspec.errors import ConfigError
 
 
@@ -30,7 +30,7 @@ def test_env_validation_reads_its_executor_names_here() -> None:
 
 
 def test_a_builtin_name_never_reads_entry_points() -> None:
-    code = ("import sys\nfrom nemo_runspec.backends import registry\n"
+    code = ("import sys\nfrom nemo_runspec.env import registry\n"
             "for n in registry.builtin_names(): registry.backend_class(n); registry.is_backend(n)\n"
             "print(registry._plugins.cache_info().misses, 'importlib.metadata' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
