@@ -8,7 +8,7 @@ effects: nothing is written or submitted; a file-based artifact registry is read
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,10 +31,10 @@ def _plain(cfg: Any) -> Any:
 
 
 def to_yaml(data: Any) -> str:
-    """Block-style YAML of plain data, keys in their original order."""
-    import yaml
+    """Block-style YAML of plain data, keys in their original order (:mod:`nemo_runspec.config.yaml_io`)."""
+    from nemo_runspec.config.yaml_io import to_yaml as dump  # PyYAML: not at --help time
 
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return dump(data)
 
 
 def dry_run_sections(
@@ -209,31 +209,43 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     :func:`~nemo_runspec.slurm.render_sbatch`); without it, the local command.
     ``${art:...}`` references are shown with what they resolve to now.
     """
-    from nemo_runspec.config.resolvers import describe_references
     from nemo_runspec.sweep.collect import take
 
     if take("dry-run", job, slurm_job):  # a sweep shows its points itself
         return 0
     if slurm_job is None:
-        from nemo_runspec.execution.local import local_preview
-        from nemo_runspec.secrets import redact_text, secret_arguments
+        from nemo_runspec.backends.local import local_dry_run
 
-        # a local run passes script arguments as they are; the preview never shows a secret one
-        line = local_preview(job.runspec, job.job_config, job.passthrough)
-        scripts, commands = None, [redact_text(line, secret_arguments(job.passthrough))]
+        dry = local_dry_run(job)
     else:
-        from nemo_runspec.slurm.render import render_sbatch
+        from nemo_runspec.backends.slurm import slurm_dry_run
 
-        scripts, commands = {"sbatch script": render_sbatch(slurm_job)}, None
-        if slurm_job.squash is not None:
-            # submitted first when the .sqsh is missing (or --force-squash); the job
-            # above then also gets --dependency=afterok:<its id>
-            scripts[f"squash script (runs first unless {slurm_job.squash.path} exists)"] = \
-                slurm_job.squash.script
-    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, console=console,
-                    scripts=scripts, commands=commands,
-                    artifacts=describe_references(job.job_config, registry=job.registry))
+        dry = slurm_dry_run(slurm_job)
+    show_rendered(job, scripts=dry.scripts, commands=dry.commands, console=console)
     return 0
+
+
+def show_rendered(job: CompiledJob, *, scripts: Mapping[str, str] | None = None,
+                  commands: Sequence[str] | None = None, warnings: Sequence[str] = (),
+                  console: Console | None = None, extra: Callable[[Console], object] | None = None) -> None:
+    """Print the dry run of ``job`` with what its backend rendered (the scripts, title -> text,
+    or the local command lines; :class:`nemo_runspec.backends.base.DryRun`), then ``extra``
+    (the command's own block), then the backend's ``warnings`` on stderr."""
+    import sys
+
+    from rich.console import Console
+
+    from nemo_runspec.config.resolvers import describe_references
+
+    console = console or Console(highlight=False)
+    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, console=console,
+                    scripts=None if scripts is None else dict(scripts),
+                    commands=None if commands is None else list(commands),
+                    artifacts=describe_references(job.job_config, registry=job.registry))
+    if extra is not None:
+        extra(console)
+    for line in warnings:
+        print(line, file=sys.stderr)
 
 
 def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob] | None = None, *,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec import compose, execution, packaging, slurm
-from nemo_runspec.cli.display import show_dry_run
+from nemo_runspec import compose
+from nemo_runspec.cli.runner import launch
 from nemo_runspec.job import compile_job
 
 if TYPE_CHECKING:
@@ -36,9 +36,4 @@ def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: 
     job = compile_job(spec, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task, it runs the experiment
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    if job.is_local:  # no profile, or executor = "local"
-        return show_dry_run(job) if job.dry_run else execution.run_local(job)
-    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
-        return execution.run_job(job)
-    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor
-    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+    return launch(job)  # the backend the profile names (nemo_runspec.cli.runner)

@@ -57,3 +57,8 @@ def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
             f"a config must be a mapping at the top level, not a {type(data).__name__}", path=p, line=1
         )
     return data, text
+
+
+def to_yaml(data: Any) -> str:
+    """Block-style YAML of plain data, keys in their original order."""
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)

@@ -14,14 +14,21 @@ Standard library and pydantic only (imported with :mod:`nemo_runspec.env.model`)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WrapValidator
+
+from nemo_runspec.env.registry import BUILTIN, LENIENT, accept_plugin, builtin_names
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
-#: executors that run through one of nemo-run's other executor classes
-OTHER_EXECUTORS = ("docker", "skypilot", "dgxcloud", "lepton")
+#: the built-in executor names (declared once: nemo_runspec.env.registry)
+ExecutorName = Literal[builtin_names()]  # type: ignore[valid-type]
+#: env.toml's ``executor``: a built-in name, or one an installed plug-in registers
+ExecutorKey = Annotated[ExecutorName | None, WrapValidator(accept_plugin)]
+
+#: the built-in executors that refuse a key they do not read (nemo-run's other executor classes)
+OTHER_EXECUTORS = tuple(name for name in BUILTIN if name not in LENIENT)
 
 _SLURM_ONLY = (
     "account", "partition", "run_partition", "batch_partition", "ntasks_per_node", "cpus_per_task",
@@ -97,7 +104,7 @@ def unused_executor_keys(executor: str, values: Mapping[str, Any]) -> list[str]:
     without ``executor`` runs here, and Slurm keys in it stay as quiet as they always were.
     """
     def counts(users: tuple[str, ...]) -> bool:
-        return executor in OTHER_EXECUTORS or set(users) <= set(OTHER_EXECUTORS)
+        return executor not in LENIENT or set(users).isdisjoint(LENIENT)
 
     return [k for k, users in EXECUTOR_KEY_USERS.items()
             if values.get(k) is not None and executor not in users and counts(users)]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
+from nemo_runspec.env import executor_keys
 from nemo_runspec.env.executor_keys import DgxPvc, executor_problem, ssh_job_dir_problem
 from nemo_runspec.env.packager_keys import (
     PROFILE_KEY_USERS,
@@ -27,7 +28,6 @@ from nemo_runspec.env.packager_keys import (
 )
 from nemo_runspec.env.profiling import ProfilingModel
 
-ExecutorName = Literal["local", "slurm", "docker", "skypilot", "dgxcloud", "lepton"]
 PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
 SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
 
@@ -136,7 +136,7 @@ class EnvProfileModel(BaseModel):
     model_config = _STRICT
 
     # profile plumbing
-    executor: ExecutorName | None = None
+    executor: executor_keys.ExecutorKey = None  # a built-in executor name, or an installed plug-in's
     extends: str | None = None
     description: str | None = None
     # Slurm resources

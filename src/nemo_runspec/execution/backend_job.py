@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING, Any
 from nemo_runspec.errors import ExecutionError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import Console
+
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.packaging import PackagingPlan
 
@@ -204,10 +208,21 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
     return out
 
 
-def show(job: CompiledJob, prepared: BackendJob) -> int:
-    """The dry run: the job, the executor's fields (secrets redacted) and the job script; returns 0."""
-    from nemo_runspec.cli.display import display_dry_run, to_yaml
-    from nemo_runspec.config.resolvers import describe_references
+def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], object] | None = None) -> int:
+    """The dry run: the job, the executor's fields (secrets redacted) and the job script, then
+    what ``extra`` prints (the command's own block); returns 0."""
+    from nemo_runspec.cli.display import show_rendered
+
+    scripts, warnings = dry_run_parts(prepared)
+    show_rendered(job, scripts=scripts, warnings=warnings, extra=extra)
+    return 0
+
+
+def dry_run_parts(prepared: BackendJob) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What the dry run shows of ``prepared``: title -> text of the executor's fields (secrets
+    redacted), the job script and the secrets' names; and the warning lines (what submitting
+    would refuse)."""
+    from nemo_runspec.config.yaml_io import to_yaml
     from nemo_runspec.execution.backends import CLASSES
     from nemo_runspec.secrets import redact, redact_text
 
@@ -224,14 +239,9 @@ def show(job: CompiledJob, prepared: BackendJob) -> int:
     elif prepared.secrets:
         scripts["secrets the job needs (not delivered: see the warning)"] = \
             "".join(f"{k}=***REDACTED***\n" for k in sorted(prepared.secrets))
-    display_dry_run(job.job_config, job.script_config(), env_profile=job.profile, scripts=scripts,
-                    artifacts=describe_references(job.job_config, registry=job.registry))
-    if prepared.refused is not None:
-        import sys
-
-        print(f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",
-              file=sys.stderr)
-    return 0
+    warnings = () if prepared.refused is None else (
+        f"warning: submitting this job would stop here: {redact_text(prepared.refused, prepared.profile_secrets)}",)
+    return scripts, warnings
 
 
 def write_job_dir(prepared: BackendJob) -> None:

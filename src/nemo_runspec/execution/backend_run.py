@@ -19,6 +19,10 @@ from nemo_runspec.execution.backend_job import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import Console
+
     from nemo_runspec.job import CompiledJob
 
 
@@ -59,12 +63,15 @@ def _fix_remote_job_dir(prepared: BackendJob) -> None:
         executor.lepton_job_dir = os.path.join(executor.nemo_run_dir, rel)
 
 
-def run_job(job: CompiledJob) -> int:
-    """Package, prepare and show or start ``job`` (the body recipe commands call for these executors)."""
+def run_job(job: CompiledJob, *, extra: Callable[[Console], object] | None = None) -> int:
+    """Package, prepare and show or start ``job`` (the body recipe commands call for these executors).
+
+    ``extra``: what the command's dry run prints after the job's script (the native backend's
+    calls, the evaluation config), as on Slurm; called with the dry run's console."""
     from nemo_runspec import packaging
     from nemo_runspec.sweep.collect import take
 
     if take("other", job):  # a sweep says it cannot run on this executor
         return 0
     prepared = prepare(job, *packaging.build_packager(job))
-    return show(job, prepared) if job.dry_run else submit(prepared)
+    return show(job, prepared, extra=extra) if job.dry_run else submit(prepared)

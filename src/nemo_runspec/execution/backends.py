@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nemo_runspec.env.executor_keys import OTHER_EXECUTORS
+from nemo_runspec.env.registry import BUILTIN
 from nemo_runspec.errors import ExecutionError
 
 #: the executor class of each executor name (module, class)
@@ -81,7 +81,7 @@ def executor_fields(kind: str, values: Mapping[str, Any], *, nodes: int, gpus: i
             _set(out, values, key)
     else:
         raise ExecutionError(f"unknown executor {kind!r}", key="executor",
-                             hint=", ".join(("local", "slurm", *OTHER_EXECUTORS)))
+                             hint=", ".join(BUILTIN))
     return out
 
 

@@ -82,10 +82,10 @@ class FallbackSettings(_Own):
     keep_checkpoints: Positive = Field(2, examples=[2])
     seed: int = Field(1234, examples=[1234])
     device: Literal["auto", "cpu", "cuda"] = Field("auto", examples=["cpu"])
-    threads: Positive | None = Field(None, examples=[1])  # CPU intra-op threads per process (null: cores / ranks)
     model: FallbackShape = Field(default_factory=FallbackShape)
     checkpoint_dir: str | None = Field(None, examples=["checkpoints"])
     init_from_pretrained: bool = Field(True, examples=[False])
+    threads: Positive | None = Field(None, examples=[1])  # intra-op threads per process; None: cores / processes
     # the RL smoke task's own keys
     tokenizer: str | None = Field(None, examples=["pkg:nemotron/recipes/nano3/sample_data/tokenizer"])
     max_new_tokens: Positive = Field(16, examples=[8])
@@ -208,7 +208,7 @@ class EvalFallback(_Own):
     device: Literal["auto", "cpu", "cuda"] = Field("auto", examples=["cpu"])
     batch_size: Positive = Field(16, examples=[16])
     threads: Positive | None = Field(None, examples=[1])
-    chain: bool = Field(True, examples=[False])  # also evaluate the models it was trained from
+    chain: bool = Field(True, examples=[False])  # also evaluate the models this one was trained from
 
 
 class EvalTask(_Typed):

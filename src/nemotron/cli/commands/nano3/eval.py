@@ -13,25 +13,16 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose, evaluator, execution, packaging, slurm
+from nemo_runspec import compose, evaluator
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.cli.display import show_dry_run
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.cli.runner import launch
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/eval/eval.py")
-
-
-def show(ev: evaluator.EvalJob, slurm_job: slurm.PreparedJob | None = None) -> int:
-    """The dry run: the compiled job and its script, then the exact evaluation config
-    the job will use (NeMo Evaluator's eval.yaml with its images, or the CPU fallback's)."""
-    from nemotron.training.evaluate import show_plan
-
-    show_dry_run(ev.job, slurm_job)
-    return show_plan(ev)
 
 
 def eval(ctx: typer.Context) -> int:
@@ -74,14 +65,13 @@ def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
     job = ev.job
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    if job.is_local:  # no profile, or executor = "local": eval.py runs here
-        return show(ev) if job.dry_run else execution.run_local(job)
-    # FORK POINT: the lines below send the job to Slurm through nemo-run (after the
-    # evaluator images' .sqsh imports, when the profile has squash_dir); replace them
-    # to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
-    waits_for = evaluator.submit_image_squashes(ev)  # [] for a dry run
-    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job), dependencies=waits_for or None)
-    return show(ev, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+    from nemotron.training.evaluate import show_plan
+
+    # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
+    # takes the job from here, after the evaluator images' .sqsh imports where it can wait for
+    # them (Slurm with squash_dir); replace this line to launch it elsewhere (docs/dev/architecture.md).
+    return launch(job, extra=lambda console: show_plan(ev, console=console),
+                  before_submit=lambda: evaluator.submit_image_squashes(ev))
 
 
 #: The name every recipe command module gives its execute function.

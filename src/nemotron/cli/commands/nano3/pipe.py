@@ -139,7 +139,7 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
     from nemo_runspec import packaging, pipeline
     from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
-    from nemo_runspec.errors import CLIUsageError
+    from nemo_runspec.errors import CLIUsageError, ConfigError
 
     if launcher not in LAUNCHERS:
         raise CLIUsageError(f"--launcher {launcher!r} is not a pipeline launcher",
@@ -147,6 +147,12 @@ def run_steps(steps: Sequence[Step], recipe, *, resume: bool = True,  # noqa: AN
     if recipe.passthrough:
         raise typer.BadParameter(f"unexpected arguments {' '.join(recipe.passthrough)} (overrides are STAGE.key=value)")
     plans = pipeline.compile_pipeline(steps, recipe.ctx, recipe.overrides, resume=resume, pin_inputs=pin_inputs)
+    from nemo_runspec.backends import backend_for
+
+    first = plans[0].job
+    if not backend_for(first).chains:  # here in order, or Slurm's afterok chain; not docker, ...
+        raise ConfigError(f"a pipeline runs its stages here or on Slurm; executor = {first.executor!r} is not "
+                          "supported", key="executor", hint="run the stages one by one with their own commands")
     one_allocation = launcher == "sbatch"
     if one_allocation and plans[0].job.is_local:
         raise CLIUsageError("--launcher sbatch runs the stages in one Slurm allocation: it needs a Slurm profile",

@@ -1,9 +1,10 @@
 """`nemotron nano3 pretrain`: the forkable command of the pretraining stage.
 
 It reads as the reference describes: the recipe script's runspec; the job
-compiled from the command line; a run here, or the code packaged, nemo-run's
-SlurmExecutor built and the job submitted (``--dry-run`` shows the exact
-script). Everything past the FORK POINT is what to replace to launch elsewhere.
+compiled from the command line; then the backend the profile names (this
+machine, Slurm through nemo-run, Docker, ...; ``nemo_runspec.backends``) shows,
+runs or submits it (``--dry-run`` shows the exact script). Everything past the
+FORK POINT is what to replace to launch elsewhere.
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose, execution, packaging, slurm
+from nemo_runspec import compose
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.cli.runner import launch
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
-from nemotron.training.native_plan import show_dry_run
+from nemotron.training.native_plan import show_plan
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage0_pretrain/train.py")
 
@@ -55,11 +57,6 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
                       check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    if job.is_local:  # no profile, or executor = "local": torchrun here
-        return show_dry_run(job) if job.dry_run else execution.run_local(job)
-    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
-        return execution.run_job(job)
-    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
-    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
-    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (torchrun)
-    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+    # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
+    # takes the job from here; replace this line to launch it elsewhere (docs/dev/architecture.md).
+    return launch(job, extra=lambda console: show_plan(job, console))

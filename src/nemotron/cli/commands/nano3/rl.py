@@ -11,14 +11,15 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose, execution, packaging, slurm
+from nemo_runspec import compose
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.cli.runner import launch
 from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
-from nemotron.training.native_plan import show_dry_run
+from nemotron.training.native_plan import show_plan
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage2_rl/train.py")
 
@@ -54,11 +55,6 @@ def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
                       check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    if job.is_local:  # no profile, or executor = "local": a local Ray instance
-        return show_dry_run(job) if job.dry_run else execution.run_local(job)
-    if job.executor != "slurm":  # docker, skypilot, dgxcloud, lepton: nemo-run's executor of that name
-        return execution.run_job(job)
-    # FORK POINT: the two lines below send the job to Slurm through nemo-run; replace
-    # them to launch it elsewhere (docs/dev/architecture.md, "Forking a command").
-    slurm_job = slurm.prepare_job(job, *packaging.build_packager(job))  # packaged code + SlurmExecutor (Ray template)
-    return show_dry_run(job, slurm_job) if job.dry_run else slurm.submit(slurm_job).returncode
+    # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
+    # takes the job from here; replace this line to launch it elsewhere (docs/dev/architecture.md).
+    return launch(job, extra=lambda console: show_plan(job, console))
