@@ -80,7 +80,7 @@ _VALUE_PATTERNS = (
     re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),                    # GitLab
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),                 # AWS access key id
     re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),               # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),                     # Google API key
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),      # Google API key (may end in - or _)
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # a JWT
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?"),
     re.compile(r"\b[0-9a-f]{40}\b(?=.*wandb)", re.I),              # W&B key in a wandb context

@@ -82,12 +82,15 @@ def test_a_flock_kept_by_a_process_the_holder_left_behind_names_that_process(tmp
 def test_a_jobs_publish_records_what_the_path_held_and_what_it_read(tmp_path, monkeypatch):
     """Outside a job the metadata is stored as given; inside one (a local run, a pipe stage,
     a Slurm job) the publish adds ``contents`` and ``inputs``, and missing() reads them."""
+    from nemo_runspec.artifacts import pins
     from nemo_runspec.artifacts.contents import missing
     from nemo_runspec.artifacts.pins import resolve
     from nemo_runspec.artifacts.registry import ArtifactRegistry
 
     for var in ("NEMOTRON_JOB_DIR", "NEMOTRON_PIPE_ID", "SLURM_JOB_ID"):
         monkeypatch.delenv(var, raising=False)
+    # what this process resolved so far (other tests in this worker): a job's process starts empty
+    monkeypatch.setattr(pins, "_CONSUMED", {})
     reg = ArtifactRegistry(tmp_path / "reg")
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)

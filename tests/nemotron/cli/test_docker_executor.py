@@ -125,7 +125,7 @@ def test_run_in_a_container_ends_with_how_it_ended(engine_project):
     container, log = _container_and_log(ok.stderr)
     assert "config: greeting: hi" in ok.stdout
     assert ok.stderr.rstrip("\n").splitlines()[-3:] == [
-        ok.stdout.rstrip("\n").splitlines()[-1],  # what the job printed last
+        ok.stdout.rstrip("\n").splitlines()[-1].strip(),  # what the job printed last (the summary strips it)
         f"job {container}: COMPLETED (exit code 0); the job wrote no outcome line: the line above is the last "
         "line in its log",
         f"  log:       {log}"]
