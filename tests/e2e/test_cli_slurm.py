@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import subprocess
 import textwrap
 from pathlib import Path
@@ -19,7 +20,9 @@ from tests.nemotron_cli import NEMOTRON
 
 pytestmark = [pytest.mark.slurm]
 
-SECRET = "hf_e2eSECRETvalue0123456789abcdef"
+# made when the tests run: a literal here would be in the repository, which the job may ship (its
+# code packager), and the test would find its own source in the job dir
+SECRET = "hf_e2eSECRET" + secrets.token_hex(10)
 
 
 @pytest.fixture

@@ -61,8 +61,10 @@ def _job_id(stderr: str) -> str:
 
 def _summary(stderr: str, job_id: str) -> list[str]:
     """What --run printed after the job's last queue state: the end-of-job summary."""
-    tail = stderr[stderr.rindex(f"job {job_id}: running on"):]
-    return tail.splitlines()[1:]
+    # (a job that ends within one poll is never seen running: then its last state was pending)
+    states = list(re.finditer(rf"^job {job_id}: (running on|pending)\b.*$", stderr, re.M))
+    assert states, stderr
+    return stderr[states[-1].start():].splitlines()[1:]
 
 
 def _paths(lines: list[str]) -> dict[str, Path]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import textwrap
 from pathlib import Path
@@ -22,7 +23,9 @@ from tests.nemotron_cli import NEMOTRON
 
 pytestmark = [pytest.mark.slurm]
 
-SECRET = "hf_e2eREFERENCEsecret0123456789abcd"
+# made when the tests run: a literal here would be in the repository, which the job may ship (its
+# code packager), and the test would find its own source in the job dir
+SECRET = "hf_e2eREFERENCE" + secrets.token_hex(10)
 
 
 @pytest.fixture
