@@ -62,7 +62,10 @@ def project_imports(script: str | Path, repo_root: str | Path | None = None) -> 
     """Imports in ``script`` that need project code (sorted by line).
 
     Every ``import``/``from ... import`` anywhere in the file counts, including
-    those inside functions and ``try`` blocks: the cluster will run them.
+    those inside functions: the cluster will run them. An import the script
+    declares optional, inside a ``try`` whose handler catches ``ImportError`` or
+    ``ModuleNotFoundError`` (``kit preflight``'s compatibility table), does not:
+    the script runs without it, so it can still ship alone.
     """
     script = Path(script).resolve()
     root = Path(repo_root).resolve() if repo_root is not None else None
@@ -71,8 +74,11 @@ def project_imports(script: str | Path, repo_root: str | Path | None = None) -> 
     except SyntaxError as e:
         raise PackagingError(f"cannot parse the recipe script: {e.msg}", path=script, line=e.lineno) from e
     local = project_modules(script, root)
+    optional = _optional_imports(tree)
     found: list[ProjectImport] = []
     for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.split(".")[0]
@@ -84,6 +90,22 @@ def project_imports(script: str | Path, repo_root: str | Path | None = None) -> 
             elif node.module and node.module.split(".")[0] in local:
                 found.append(ProjectImport(node.module, node.lineno, local[node.module.split(".")[0]]))
     return sorted(found, key=lambda i: i.line)
+
+
+def _optional_imports(tree: ast.AST) -> set[int]:
+    """``id()`` of the import statements directly in the body of a ``try`` that catches
+    ``ImportError`` or ``ModuleNotFoundError`` (the script copes without them)."""
+    optional: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = set()
+        for handler in node.handlers:
+            names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught.update(n.id for n in names if isinstance(n, ast.Name))
+        if caught & {"ImportError", "ModuleNotFoundError"}:
+            optional.update(id(stmt) for stmt in node.body if isinstance(stmt, ast.Import | ast.ImportFrom))
+    return optional
 
 
 def package_self_contained(

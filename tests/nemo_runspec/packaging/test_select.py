@@ -61,6 +61,32 @@ def test_sibling_and_relative_imports_count_as_project_code(tmp_path):
     assert [(i.module, i.line) for i in found] == [("helpers", 11), (".", 12)]
 
 
+def test_an_import_the_script_declares_optional_does_not_need_project_code(tmp_path):
+    """kit preflight compares with the compatibility table when nemotron is importable:
+    an import in a try that catches ImportError does not keep a script from shipping alone;
+    one in a try that catches something else, or after the try, still does."""
+    from nemo_runspec.packaging.self_contained import project_imports
+
+    d = tmp_path / "plain"
+    write_script(d / "main.py", "def go():\n    try:\n        from helpers import row\n"
+                                "    except ImportError:\n        return None\n"
+                                "    try:\n        import helpers2\n    except (ValueError, ModuleNotFoundError):\n"
+                                "        pass\n    try:\n        import helpers3\n    except OSError:\n"
+                                "        pass\n")
+    for name in ("helpers", "helpers2", "helpers3"):
+        (d / f"{name}.py").write_text("")
+    assert [i.module for i in project_imports(d / "main.py")] == ["helpers3"]
+
+
+def test_the_preflight_ships_alone_by_default():
+    from nemotron.recipes import RECIPES_DIR
+
+    spec = parse(RECIPES_DIR / "kit" / "preflight.py")
+    from nemo_runspec.packaging.git_cli import find_repo_root
+
+    assert default_packager_kind(spec, spec.script_path, find_repo_root(spec.script_path.parent))[0] == "self_contained"
+
+
 def test_unknown_packager_names_the_source_and_suggests(repo):
     spec = parse(repo / "src/proj/recipes/train.py")
 
