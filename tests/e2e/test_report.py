@@ -35,7 +35,9 @@ from .helpers import cli_env
 pytestmark = [pytest.mark.slurm]
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
-STEPS = 30
+# long enough that a report taken after step 12 (two CLI calls) finds the job still running: one
+# thread per process (fallback.threads) made 30 tiny steps end within those calls
+STEPS = 300
 FINAL_EVAL = re.compile(r"\[pretrain\] final eval loss ([\d.]+)")
 LOGGED = re.compile(r"\[pretrain\] step (\d+)/\d+ \| loss ([\d.]+) \|")
 
@@ -98,7 +100,7 @@ def jobs(tmp_path_factory, slurm_cluster) -> dict:
     chromium()  # skip before submitting anything when there is no browser
     home = Home(tmp_path_factory.mktemp("report"), slurm_cluster)
     pretrain = ("nano3", "pretrain", "-c", "tiny", f"fallback.max_steps={STEPS}", "fallback.log_interval=5",
-                "fallback.eval_interval=10", "fallback.save_interval=10")
+                "fallback.eval_interval=50", "fallback.save_interval=50")
     pipe = home.batch("nano3", "pipe", "-c", "tiny", "--stages", "prep-pretrain:pretrain", "--batch", "cluster",
                       "pretrain.fallback.max_steps=10")
     preempted = home.batch(*pretrain, "--batch", "res")
@@ -229,7 +231,7 @@ def test_identity_of_a_slurm_job(jobs, tmp_path):
     idn = json.loads(proc.stdout)["members"][0]["job"]["identity"]
     job_dir = Path(job["job_dir"])
     saved = yaml.safe_load((job_dir / "job.yaml").read_text())
-    assert idn["command"].startswith("nemotron nano3 pretrain -c tiny fallback.max_steps=30 ")
+    assert idn["command"].startswith(f"nemotron nano3 pretrain -c tiny fallback.max_steps={STEPS} ")
     assert idn["command"].endswith(" --batch res")
     assert idn["profile"] == "res" and idn["env_file"] == home.env["NEMOTRON_ENV_FILE"]
     settings = {s["key"]: (s["value"], s["source"]) for s in idn["settings"]}
