@@ -20,14 +20,11 @@ CEILING = 109
 
 #: module (relative to src/nemo_runspec) -> why it has no test file named after it (yet).
 EXEMPT: dict[str, str] = {
-    "_cmd.py": "tested in nemo_runspec/execution/test_runspec_cmd.py",
-    "_lazy.py": "tested in nemo_runspec/test_public_paths.py",
     "_models.py": "no test file names it",
     "_suggest.py": "no test file names it",
     "artifact_registry.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "artifacts/contents.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
     "artifacts/fsspec_backend.py": "tested in nemo_runspec/artifacts/test_registry_atomicity.py, nemo_runspec/artifacts/test_registry_concurrency.py (+1 more)",
-    "artifacts/locking.py": "tested in nemo_runspec/artifacts/test_lock_holders.py, nemo_runspec/artifacts/test_registry_concurrency.py",
     "artifacts/pins.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
     "artifacts/refs.py": "tested in nemo_runspec/artifacts/test_registry_contract_mutants.py",
     "cli/execute.py": "tested in nemo_runspec/test_compose.py",
@@ -37,7 +34,6 @@ EXEMPT: dict[str, str] = {
     "config/credential_values.py": "no test file names it",
     "config/provenance.py": "no test file names it",
     "config/references.py": "tested in nemo_runspec/test_dollar_rule.py",
-    "config/sweep_grammar.py": "tested in nemo_runspec/config/test_sweep.py",
     "config/typed.py": "no test file names it",
     "config/yaml_io.py": "no test file names it",
     "display.py": "alias: the reference's module path (test_public_paths.py imports it)",
@@ -61,7 +57,6 @@ EXEMPT: dict[str, str] = {
     "execution/output_copy.py": "tested in nemo_runspec/execution/test_local_run_child.py",
     "execution/ray.py": "tested in nemo_runspec/env/test_profile.py, nemo_runspec/execution/test_executor.py (+1 more)",
     "execution/settings.py": "tested in nemo_runspec/test_dollar_rule.py, nemo_runspec/test_parser.py",
-    "execution/submit_env.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
     "execution/tunnels.py": "tested in e2e/test_ssh_host_keys.py, nemo_runspec/slurm/test_render.py (+2 more)",
     "filesystem.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "help.py": "alias: the reference's module path (test_public_paths.py imports it)",
@@ -69,11 +64,8 @@ EXEMPT: dict[str, str] = {
     "packaging/_nemo_run.py": "tested in nemo_runspec/test_unusual_paths.py",
     "packaging/_registry.py": "no test file names it",
     "packaging/git_index.py": "no test file names it",
-    "packaging/manifest.py": "tested in nemo_runspec/packaging/test_code.py, nemo_runspec/packaging/test_misc.py (+1 more)",
-    "packaging/progress.py": "tested in nemo_runspec/packaging/test_misc.py",
     "packaging/self_contained.py": "tested in nemo_runspec/packaging/test_select.py",
     "paths.py": "tested in nemo_runspec/config/test_jobdir.py",
-    "procs.py": "tested in nemo_runspec/test_locks.py",
     "recipe_config.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "recipe_typer.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "report/artifacts.py": "no test file names it",
@@ -109,7 +101,6 @@ EXEMPT: dict[str, str] = {
     "sweep/record.py": "tested in e2e/test_sweeps.py",
     "sweep/states.py": "no test file names it",
     "sweep/submit.py": "tested in nemo_runspec/sweep/test_array.py",
-    "utils.py": "tested in nemo_runspec/test_public_paths.py",
     "wandb_switch.py": "tested in nemo_runspec/execution/test_create_executor_profiles.py, nemotron/training/test_wandb_one_rule.py",
 }
 
