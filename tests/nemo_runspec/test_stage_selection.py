@@ -1,0 +1,41 @@
+"""Which stages ``--stages`` names (stage_selection.select_stages): names and ranges in pipeline
+order, unknown names and reversed ranges refused with the stages listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nemo_runspec.errors import CLIUsageError
+from nemo_runspec.stage_selection import select_stages
+from nemo_runspec.step import Step
+
+STEPS = [Step(name=n, script=Path(f"{n}.py")) for n in ("prep", "pretrain", "sft", "rl")]
+
+
+def names(text):
+    return [s.name for s in select_stages(STEPS, text)]
+
+
+def test_nothing_named_is_every_stage():
+    assert names(None) == names("") == ["prep", "pretrain", "sft", "rl"]
+
+
+def test_names_and_ranges_come_back_in_pipeline_order():
+    assert names("sft,prep") == ["prep", "sft"]
+    assert names("pretrain:sft") == ["pretrain", "sft"]
+    assert names(":pretrain") == ["prep", "pretrain"]
+    assert names("sft:") == ["sft", "rl"]
+    assert names("rl, prep:pretrain") == ["prep", "pretrain", "rl"]
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("sfft", "no stage 'sfft' in this pipeline (did you mean 'sft'?"),
+    ("rl:pretrain", "stage range 'rl:pretrain' is reversed: rl runs after pretrain (write pretrain:rl"),
+    (" , ", "--stages ' , ' names no stage (stages: prep, pretrain, sft, rl)"),
+])
+def test_bad_selections_are_one_line_usage_errors(text, words):
+    with pytest.raises(CLIUsageError) as e:
+        select_stages(STEPS, text)
+    assert words in str(e.value)
