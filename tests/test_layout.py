@@ -39,7 +39,6 @@ EXEMPT: dict[str, str] = {
     "env/resources.py": "tested in nemo_runspec/env/test_file_nesting.py",
     "eval_launcher.py": "tested in nemo_runspec/test_evaluator.py",
     "exceptions.py": "tested in nemo_runspec/artifacts/test_backend_contract.py, nemo_runspec/artifacts/test_lock_holders.py (+7 more)",
-    "execution/_invoke.py": "no test file names it",
     "execution/backend_job.py": "no test file names it",
     "execution/backend_run.py": "no test file names it",
     "execution/docker_job.py": "no test file names it",
