@@ -86,7 +86,7 @@ MODULES: dict[str, Module] = {
     ),
     "sbatch": Module(
         ("src/nemo_runspec/slurm/render.py", "src/nemo_runspec/script_values.py"),
-        ("tests/nemo_runspec/slurm/test_render.py", "tests/nemo_runspec/slurm/test_script_values.py",
+        ("tests/nemo_runspec/slurm/test_render.py", "tests/nemo_runspec/test_script_values.py",
          "tests/nemo_runspec/slurm/test_render_mutants.py"),
     ),
     "artifacts": Module(

@@ -23,12 +23,8 @@ EXEMPT: dict[str, str] = {
     "_models.py": "no test file names it",
     "artifact_registry.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "artifacts/contents.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
-    "artifacts/fsspec_backend.py": "tested in nemo_runspec/artifacts/test_registry_atomicity.py, nemo_runspec/artifacts/test_registry_concurrency.py (+1 more)",
     "artifacts/pins.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
-    "artifacts/refs.py": "tested in nemo_runspec/artifacts/test_registry_contract_mutants.py",
     "cli/execute.py": "tested in nemo_runspec/test_compose.py",
-    "cli/recipe_config.py": "tested in nemo_runspec/scales/test_scales.py, nemo_runspec/test_public_paths.py (+3 more)",
-    "cli/recipe_typer.py": "tested in nemo_runspec/test_public_paths.py, nemotron/cli/test_root_help.py",
     "cli_context.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "config/typed.py": "no test file names it",
     "display.py": "alias: the reference's module path (test_public_paths.py imports it)",
@@ -39,7 +35,6 @@ EXEMPT: dict[str, str] = {
     "execution/backend_job.py": "no test file names it",
     "execution/backend_run.py": "no test file names it",
     "execution/docker_job.py": "no test file names it",
-    "execution/tunnels.py": "tested in e2e/test_ssh_host_keys.py, nemo_runspec/slurm/test_render.py (+2 more)",
     "filesystem.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "help.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "packaging/_nemo_run.py": "tested in nemo_runspec/test_unusual_paths.py",
@@ -53,8 +48,6 @@ EXEMPT: dict[str, str] = {
     "report/model.py": "tested in nemo_runspec/report/test_downsample.py, nemo_runspec/report/test_logparse.py (+2 more)",
     "report/plots.py": "no test file names it",
     "report/summary.py": "no test file names it",
-    "script_values.py": "tested in nemo_runspec/slurm/test_render_mutants.py, nemo_runspec/test_schema_property.py (+1 more)",
-    "signals.py": "tested in nemo_runspec/slurm/test_client.py, nemo_runspec/slurm/test_exit_codes.py (+2 more)",
     "slurm/last_seen.py": "no test file names it",
     "slurm/launch.py": "tested in nemo_runspec/slurm/test_lean_equivalence.py",
     "slurm/launch_script.py": "no test file names it",
@@ -70,7 +63,6 @@ EXEMPT: dict[str, str] = {
     "sweep/local.py": "no test file names it",
     "sweep/record.py": "tested in e2e/test_sweeps.py",
     "sweep/states.py": "no test file names it",
-    "wandb_switch.py": "tested in nemo_runspec/execution/test_create_executor_profiles.py, nemotron/training/test_wandb_one_rule.py",
 }
 
 
