@@ -22,8 +22,6 @@ CEILING = 109
 EXEMPT: dict[str, str] = {
     "_models.py": "no test file names it",
     "artifact_registry.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "artifacts/contents.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
-    "artifacts/pins.py": "tested in nemo_runspec/artifacts/test_lock_holders.py",
     "cli/execute.py": "tested in nemo_runspec/test_compose.py",
     "cli_context.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "config/typed.py": "no test file names it",
@@ -31,7 +29,6 @@ EXEMPT: dict[str, str] = {
     "env/executor_keys.py": "tested in nemo_runspec/env/test_profile.py, nemo_runspec/env/test_validation.py",
     "env/model.py": "tested in nemo_runspec/execution/test_backends.py",
     "eval_launcher.py": "tested in nemo_runspec/test_evaluator.py",
-    "exceptions.py": "tested in nemo_runspec/artifacts/test_backend_contract.py, nemo_runspec/artifacts/test_lock_holders.py (+7 more)",
     "execution/backend_job.py": "no test file names it",
     "execution/backend_run.py": "no test file names it",
     "execution/docker_job.py": "no test file names it",
