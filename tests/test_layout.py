@@ -51,7 +51,6 @@ EXEMPT: dict[str, str] = {
     "sweep/here.py": "no test file names it",
     "sweep/invoke.py": "no test file names it",
     "sweep/local.py": "no test file names it",
-    "sweep/record.py": "tested in e2e/test_sweeps.py",
     "sweep/states.py": "no test file names it",
 }
 
