@@ -49,9 +49,7 @@ EXEMPT: dict[str, str] = {
     "sweep/driver.py": "no test file names it",
     "sweep/follow.py": "no test file names it",
     "sweep/here.py": "no test file names it",
-    "sweep/invoke.py": "no test file names it",
     "sweep/local.py": "no test file names it",
-    "sweep/states.py": "no test file names it",
 }
 
 
