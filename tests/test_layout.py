@@ -34,7 +34,6 @@ EXEMPT: dict[str, str] = {
     "filesystem.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "help.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "packaging/_nemo_run.py": "tested in nemo_runspec/test_unusual_paths.py",
-    "packaging/git_index.py": "no test file names it",
     "recipe_config.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "recipe_typer.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "report/artifacts.py": "no test file names it",
