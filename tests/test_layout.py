@@ -23,7 +23,6 @@ EXEMPT: dict[str, str] = {
     "artifact_registry.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "cli/execute.py": "tested in nemo_runspec/test_compose.py",
     "cli_context.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "config/typed.py": "no test file names it",
     "display.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "env/executor_keys.py": "tested in nemo_runspec/env/test_profile.py, nemo_runspec/env/test_validation.py",
     "env/model.py": "tested in nemo_runspec/execution/test_backends.py",
