@@ -24,7 +24,6 @@ EXEMPT: dict[str, str] = {
     "cli/execute.py": "tested in nemo_runspec/test_compose.py",
     "cli_context.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "display.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "env/executor_keys.py": "tested in nemo_runspec/env/test_profile.py, nemo_runspec/env/test_validation.py",
     "env/model.py": "tested in nemo_runspec/execution/test_backends.py",
     "eval_launcher.py": "tested in nemo_runspec/test_evaluator.py",
     "execution/backend_job.py": "no test file names it",
