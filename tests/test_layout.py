@@ -41,7 +41,6 @@ EXEMPT: dict[str, str] = {
     "slurm/remote.py": "tested in e2e/test_report_ssh.py, e2e/test_ssh_secret_file_mode.py (+6 more)",
     "sweep/driver.py": "no test file names it",
     "sweep/here.py": "no test file names it",
-    "sweep/local.py": "no test file names it",
 }
 
 
