@@ -37,7 +37,6 @@ EXEMPT: dict[str, str] = {
     "slurm/launch.py": "tested in nemo_runspec/slurm/test_launch_lean_equivalence.py",
     "slurm/launch_script.py": "no test file names it",
     "slurm/prepared.py": "tested in nemo_runspec/slurm/test_monitor.py, nemo_runspec/slurm/test_queue_faults.py (+3 more)",
-    "slurm/remote.py": "tested in e2e/test_report_ssh.py, e2e/test_ssh_secret_file_mode.py (+6 more)",
     "sweep/driver.py": "no test file names it",
     "sweep/here.py": "no test file names it",
 }
