@@ -36,7 +36,6 @@ EXEMPT: dict[str, str] = {
     "report/build.py": "tested in nemotron/cli/test_report_command.py, test_docs_site.py",
     "slurm/launch.py": "tested in nemo_runspec/slurm/test_launch_lean_equivalence.py",
     "slurm/launch_script.py": "no test file names it",
-    "slurm/prepared.py": "tested in nemo_runspec/slurm/test_monitor.py, nemo_runspec/slurm/test_queue_faults.py (+3 more)",
     "sweep/driver.py": "no test file names it",
     "sweep/here.py": "no test file names it",
 }
