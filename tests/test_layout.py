@@ -34,8 +34,6 @@ EXEMPT: dict[str, str] = {
     "recipe_config.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "recipe_typer.py": "alias: the reference's module path (test_public_paths.py imports it)",
     "report/build.py": "tested in nemotron/cli/test_report_command.py, test_docs_site.py",
-    "slurm/launch.py": "tested in nemo_runspec/slurm/test_launch_lean_equivalence.py",
-    "slurm/launch_script.py": "no test file names it",
     "sweep/driver.py": "no test file names it",
     "sweep/here.py": "no test file names it",
 }
