@@ -3,9 +3,9 @@
 the module is dropped: ``_lazy.py`` -> ``test_lazy.py``); package ``__init__.py`` files are not
 counted. The modules without one are EXEMPT, each with why.
 
-A ratchet (issue 31): EXEMPT is the list of the day the check came in and may only shrink. A new
-module without its test file fails; so does an exempted module that gained one and is still
-listed (delete its line). The issue's target is at most 10% exempted.
+Issue 31: at most 10% of the modules may be exempt, each with its reason (an alias module, a module
+tested through the command that drives it). A new module without its test file fails; so does an
+exempted module that gained one and is still listed (delete its line).
 """
 
 from __future__ import annotations
@@ -15,27 +15,79 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "src" / "nemo_runspec"
 TESTS = ROOT / "tests" / "nemo_runspec"
-#: len(EXEMPT) on the day the check came in (109 of 167 modules); lower it as entries go.
-CEILING = 109
+#: at most this share of the library's modules may be exempt (issue 31)
+MAX_EXEMPT_SHARE = 0.10
 
-#: module (relative to src/nemo_runspec) -> why it has no test file named after it (yet).
+#: module (relative to src/nemo_runspec) -> why it has no test file named after it.
 EXEMPT: dict[str, str] = {
-    "artifact_registry.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "cli_context.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "display.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "env/model.py": "tested in nemo_runspec/execution/test_backends.py",
-    "eval_launcher.py": "tested in nemo_runspec/test_evaluator.py",
-    "execution/backend_job.py": "no test file names it",
-    "execution/backend_run.py": "no test file names it",
-    "execution/docker_job.py": "no test file names it",
-    "filesystem.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "help.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "packaging/_nemo_run.py": "tested in nemo_runspec/test_unusual_paths.py",
-    "recipe_config.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "recipe_typer.py": "alias: the reference's module path (test_public_paths.py imports it)",
-    "report/build.py": "tested in nemotron/cli/test_report_command.py, test_docs_site.py",
-    "sweep/driver.py": "no test file names it",
-    "sweep/here.py": "no test file names it",
+    "artifact_registry.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "artifacts/registry.py (test_public_paths.py checks it)"
+    ),
+    "cli_context.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "cli/context.py (test_public_paths.py checks it)"
+    ),
+    "display.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "cli/display.py (test_public_paths.py checks it)"
+    ),
+    "filesystem.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "artifacts/filesystem.py (test_public_paths.py checks it)"
+    ),
+    "help.py": (
+        "alias: one line making the reference's module path the same module object as cli/help.py "
+        "(test_public_paths.py checks it)"
+    ),
+    "recipe_config.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "cli/recipe_config.py (test_public_paths.py checks it)"
+    ),
+    "recipe_typer.py": (
+        "alias: one line making the reference's module path the same module object as "
+        "cli/recipe_typer.py (test_public_paths.py checks it)"
+    ),
+    "eval_launcher.py": (
+        "tested in test_evaluator.py; the evaluator modules are being split (issue 31, another "
+        "branch), whose test files follow that split"
+    ),
+    "slurm/launch.py": (
+        "tested in slurm/test_lean_equivalence.py (byte-identical to nemo-run's Experiment, "
+        "pinned replayed source), the path three library docstrings cite: rename it together with "
+        "them"
+    ),
+    "env/model.py": (
+        "the pydantic model of a profile: every field against nemo-run's executors in "
+        "execution/test_backends.py, its validation in env/test_validation.py and "
+        "env/test_profile.py"
+    ),
+    "packaging/_nemo_run.py": (
+        "nemo-run Packager subclasses, exercised through nemo-run in slurm/test_package_step.py "
+        "and slurm/test_lean_equivalence.py"
+    ),
+    "execution/backend_job.py": (
+        "the platform executors' job (Docker, SkyPilot, DGX Cloud, Lepton), through the CLI in "
+        "nemotron/cli/test_platform_dry_runs.py and test_docker_executor.py"
+    ),
+    "execution/backend_run.py": (
+        "runs a platform job through nemo-run: nemotron/cli/test_docker_executor.py, "
+        "tests/e2e/test_containers.py (a real Docker engine)"
+    ),
+    "execution/docker_job.py": (
+        "a Docker job's container settings: nemotron/cli/test_docker_executor.py, "
+        "tests/e2e/test_containers.py"
+    ),
+    "report/build.py": (
+        "the report of a job, pipe or sweep, end to end in nemotron/cli/test_report_command.py"
+    ),
+    "sweep/driver.py": (
+        "the -m driver of a recipe command, through the command it drives in "
+        "nemotron/cli/test_sweep_cli.py"
+    ),
+    "sweep/here.py": (
+        "a sweep on this machine, through the command in nemotron/cli/test_sweep_cli.py"
+    ),
 }
 
 
@@ -45,10 +97,14 @@ def modules() -> list[str]:
 
 
 def _test_files_of(module: str) -> list[Path]:
-    """The test files named after ``module`` (see the module docstring)."""
+    """The test files named after ``module`` (see the module docstring). ``test_a_b_x.py`` is
+    ``a_b.py``'s when that module exists beside ``a.py``, never ``a.py``'s too."""
     path = Path(module)
     folder, stem = TESTS / path.parent, path.stem.lstrip("_")
-    return sorted([*folder.glob(f"test_{stem}.py"), *folder.glob(f"test_{stem}_*.py")])
+    longer = [p.stem.lstrip("_") for p in (LIBRARY / path.parent).glob(f"*{stem}_*.py")
+              if p.stem.lstrip("_").startswith(f"{stem}_")]
+    return sorted(f for f in [*folder.glob(f"test_{stem}.py"), *folder.glob(f"test_{stem}_*.py")]
+                  if not any(f.stem == f"test_{other}" or f.stem.startswith(f"test_{other}_") for other in longer))
 
 
 def test_every_module_has_its_test_file_or_an_exemption() -> None:
@@ -62,7 +118,9 @@ def test_exemptions_only_shrink() -> None:
     assert stale == [], f"EXEMPT names modules that no longer exist: {stale} (delete their lines)"
     tested = {m: [str(p.relative_to(ROOT)) for p in _test_files_of(m)] for m in EXEMPT if _test_files_of(m)}
     assert tested == {}, f"exempted modules that have a test file now: {tested} (delete their EXEMPT lines)"
-    assert len(EXEMPT) <= CEILING, f"EXEMPT grew to {len(EXEMPT)} entries (at most {CEILING}): write the tests"
+    share = len(EXEMPT) / len(modules())
+    assert share <= MAX_EXEMPT_SHARE, (f"{len(EXEMPT)} of {len(modules())} modules are exempt ({share:.0%}; at most "
+                                       f"{MAX_EXEMPT_SHARE:.0%}): write their test files")
     assert all(reason.strip() for reason in EXEMPT.values())
 
 
@@ -72,3 +130,6 @@ def test_the_rule_finds_a_test_file_beside_its_module() -> None:
     assert _test_files_of("display.py") == [] and "display.py" in EXEMPT
     assert TESTS / "slurm" / "test_ledger.py" in _test_files_of("slurm/ledger.py")
     assert _test_files_of("_toml_lines.py") == [TESTS / "test_toml_lines.py"]
+    # a test file of a longer module beside it is not the shorter one's
+    assert TESTS / "slurm" / "test_launch_script.py" in _test_files_of("slurm/launch_script.py")
+    assert _test_files_of("slurm/launch.py") == []
