@@ -81,11 +81,6 @@ EXEMPT: dict[str, str] = {
     "report/build.py": (
         "the report of a job, pipe or sweep, end to end in nemotron/cli/test_report_command.py"
     ),
-        "the -m driver of a recipe command, through the command it drives in "
-        "nemotron/cli/test_sweep_cli.py"
-    ),
-        "a sweep on this machine, through the command in nemotron/cli/test_sweep_cli.py"
-    ),
 }
 
 
