@@ -79,7 +79,7 @@ EXEMPT: dict[str, str] = {
         "tests/e2e/test_containers.py"
     ),
     "report/build.py": (
-        "the report of a job, pipe or sweep, end to end in nemotron/cli/test_report_command.py"
+        "the report of a job, pipe or sweep, end to end in nemotron/cli/commands/test_report.py"
     ),
 }
 
