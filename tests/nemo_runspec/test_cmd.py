@@ -10,7 +10,7 @@ import pytest
 from nemo_runspec import parse_text
 from nemo_runspec._cmd import fill
 from nemo_runspec.errors import RunspecError
-from tests.nemo_runspec.execution.test_runspec_cmd import HOSTILE, block  # noqa: F401
+from tests.nemo_runspec.execution.test_runspec_cmd import HOSTILE, block
 
 
 def test_unknown_placeholder_is_one_line_at_its_line_with_did_you_mean(tmp_path):

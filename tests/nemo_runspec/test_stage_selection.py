@@ -12,7 +12,7 @@ from nemo_runspec import pipeline
 from nemo_runspec.errors import CLIUsageError, NemoRunspecError
 from nemo_runspec.stage_selection import select_stages
 from nemo_runspec.step import Step
-from tests.nemotron.cli.test_inputs_limits import STAGES  # noqa: F401
+from tests.nemotron.cli.test_inputs_limits import STAGES
 
 STEPS = [Step(name=n, script=Path(f"{n}.py")) for n in ("prep", "pretrain", "sft", "rl")]
 

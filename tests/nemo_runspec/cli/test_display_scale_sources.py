@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.nemo_runspec.scales.test_apply import _compile, _script  # noqa: F401
+from tests.nemo_runspec.scales.test_apply import _compile, _script
 
 
 def test_the_dry_run_shows_the_keys_the_matrix_set_with_their_source(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nemo_runspec.env import load_env_file, load_env_profile
-from tests.nemotron.cli.test_inputs_limits import _deep  # noqa: F401
+from tests.nemotron.cli.test_inputs_limits import _deep
 
 
 def test_a_1000_deep_chain_reads_each_table_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from nemo_runspec.secrets import (
     redact,
     redact_text,
 )
-from tests.nemo_runspec.test_secret_shapes import INNOCENT, INNOCENT_NAMES, SECRETS  # noqa: F401
+from tests.nemo_runspec.test_secret_shapes import INNOCENT, INNOCENT_NAMES, SECRETS
 
 
 @settings(max_examples=300, deadline=None)

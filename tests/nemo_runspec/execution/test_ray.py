@@ -6,7 +6,7 @@ from nemo_runspec.env import (
     load_env_profile,
 )
 from tests.nemo_runspec.env.env_toml import write
-from tests.nemo_runspec.execution.test_executor import BASE, make, spec  # noqa: F401
+from tests.nemo_runspec.execution.test_executor import BASE, make, spec
 
 
 def test_ray_uses_our_template_one_raylet_per_node_and_per_node_prestart():

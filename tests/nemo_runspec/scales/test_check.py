@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nemo_runspec.scales.check import check_against_configs
-from tests.nemo_runspec.scales.test_apply import MATRIX, _script  # noqa: F401
+from tests.nemo_runspec.scales.test_apply import MATRIX, _script
 
 
 def test_validate_checks_the_overrides_against_the_configs(tmp_path):

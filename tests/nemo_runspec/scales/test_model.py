@@ -7,7 +7,7 @@ import pytest
 from nemo_runspec import parse_text
 from nemo_runspec._parser import collect_errors
 from nemo_runspec.errors import RunspecError
-from tests.nemo_runspec.scales.test_apply import MATRIX, _script  # noqa: F401
+from tests.nemo_runspec.scales.test_apply import MATRIX, _script
 
 
 @pytest.mark.parametrize(("matrix", "words"), [

@@ -7,7 +7,7 @@ import pytest
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.scales.model import Cell
 from nemo_runspec.scales.select import Where, find, nearest
-from tests.nemo_runspec.scales.test_apply import _compile, _script  # noqa: F401
+from tests.nemo_runspec.scales.test_apply import _compile, _script
 
 
 def test_non_exact_entries_take_powers_of_two_above(tmp_path):

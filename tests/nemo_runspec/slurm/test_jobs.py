@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.nemo_runspec.slurm.test_queue_faults import Script, install, local_remote  # noqa: F401
+from tests.nemo_runspec.slurm.test_queue_faults import Script, install, local_remote
 
 
 def test_following_a_log_stops_at_a_job_that_can_never_start(tmp_path, monkeypatch):

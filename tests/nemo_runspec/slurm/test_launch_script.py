@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from nemo_runspec import parse
-from tests.nemo_runspec.execution.test_runspec_cmd import script  # noqa: F401
+from tests.nemo_runspec.execution.test_runspec_cmd import script
 
 
 def _render(tmp_path, spec, prof_over=None, args=()):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.nemo_runspec.test_unusual_paths import SCRIPT, _project  # noqa: F401
+from tests.nemo_runspec.test_unusual_paths import SCRIPT, _project
 
 
 def test_the_packaging_step_quotes_every_path(tmp_path: Path) -> None:

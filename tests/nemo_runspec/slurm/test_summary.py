@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nemo_runspec.slurm import monitor
-from tests.nemo_runspec.slurm.test_monitor import _console, _submitted  # noqa: F401
+from tests.nemo_runspec.slurm.test_monitor import _console, _submitted
 
 
 def test_bracketed_text_from_users_and_slurm_is_shown_whole(tmp_path, monkeypatch):

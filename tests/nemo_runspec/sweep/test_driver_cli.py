@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.nemotron.cli.test_sweep_cli import _calls, _nemotron, _sandbox  # noqa: F401
+from tests.nemotron.cli.test_sweep_cli import _calls, _nemotron, _sandbox
 
 
 def test_a_sweep_over_node_counts_is_one_array_per_allocation_shown_offline(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.nemotron.cli.test_sweep_cli import _nemotron, _runs, _sandbox  # noqa: F401
+from tests.nemotron.cli.test_sweep_cli import _nemotron, _runs, _sandbox
 
 
 def test_here_points_run_one_after_another_and_a_rerun_runs_only_the_failed(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.sweep.submit import check_array_size
-from tests.nemo_runspec.sweep.test_array import _array  # noqa: F401
+from tests.nemo_runspec.sweep.test_array import _array
 
 
 def test_more_points_than_max_array_size_is_one_line(sandbox, monkeypatch):
