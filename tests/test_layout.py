@@ -78,9 +78,6 @@ EXEMPT: dict[str, str] = {
         "a Docker job's container settings: nemotron/cli/test_docker_executor.py, "
         "tests/e2e/test_containers.py"
     ),
-    "report/build.py": (
-        "the report of a job, pipe or sweep, end to end in nemotron/cli/commands/test_report.py"
-    ),
 }
 
 
