@@ -62,10 +62,6 @@ EXEMPT: dict[str, str] = {
         "execution/test_backends.py, its validation in env/test_validation.py and "
         "env/test_profile.py"
     ),
-    "packaging/_nemo_run.py": (
-        "nemo-run Packager subclasses, exercised through nemo-run in slurm/test_package_step.py "
-        "and slurm/test_lean_equivalence.py"
-    ),
     "execution/backend_job.py": (
         "the platform executors' job (Docker, SkyPilot, DGX Cloud, Lepton), through the CLI in "
         "nemotron/cli/test_platform_dry_runs.py and test_docker_executor.py"
