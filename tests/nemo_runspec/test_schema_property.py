@@ -132,8 +132,9 @@ def runspec_tables(draw):
     if resources:
         table["resources"] = resources
     if draw(st.booleans()):
+        # no "$": its forms are held to the one rule for $ (test_dollar_rule.py has their properties)
         table["env"] = draw(st.dictionaries(ENV_NAME, st.text(
-            st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=4))
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="$"), max_size=20), max_size=4))
     return table
 
 
