@@ -57,11 +57,6 @@ EXEMPT: dict[str, str] = {
         "pinned replayed source), the path three library docstrings cite: rename it together with "
         "them"
     ),
-    "env/model.py": (
-        "the pydantic model of a profile: every field against nemo-run's executors in "
-        "execution/test_backends.py, its validation in env/test_validation.py and "
-        "env/test_profile.py"
-    ),
     "execution/backend_job.py": (
         "the platform executors' job (Docker, SkyPilot, DGX Cloud, Lepton), through the CLI in "
         "nemotron/cli/test_platform_dry_runs.py and test_docker_executor.py"
