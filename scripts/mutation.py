@@ -64,20 +64,20 @@ MODULES: dict[str, Module] = {
         # _toml_lines.py: the key -> line map and deepest_line that runspec blocks and
         # env.toml errors both point with.
         ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py", "src/nemo_runspec/_toml_lines.py"),
-        # Not test_runspec_property.py: Hypothesis shrinks every failure it finds, which
+        # Not test_schema_property.py: Hypothesis shrinks every failure it finds, which
         # takes seconds per killed mutant; the deterministic tests must state the rules.
-        ("tests/nemo_runspec/test_runspec_parser.py", "tests/nemo_runspec/test_runspec_mutants.py",
-         "tests/nemo_runspec/test_runspec_errors_mutants.py", "tests/nemo_runspec/test_toml_lines.py"),
+        ("tests/nemo_runspec/test_parser.py", "tests/nemo_runspec/test_pep723_mutants.py",
+         "tests/nemo_runspec/test_parser_errors_mutants.py", "tests/nemo_runspec/test_toml_lines.py"),
     ),
     "env": Module(
         ("src/nemo_runspec/env/file.py", "src/nemo_runspec/env/profile.py"),
-        ("tests/nemo_runspec/env/test_env_file.py", "tests/nemo_runspec/env/test_env_profile.py",
-         "tests/nemo_runspec/env/test_env_nesting.py", "tests/nemo_runspec/env/test_env_mutants.py"),
+        ("tests/nemo_runspec/env/test_file.py", "tests/nemo_runspec/env/test_profile.py",
+         "tests/nemo_runspec/env/test_file_nesting.py", "tests/nemo_runspec/env/test_profile_mutants.py"),
     ),
     "overrides": Module(
         ("src/nemo_runspec/config/overrides.py",),
         ("tests/nemo_runspec/config/test_overrides.py", "tests/nemo_runspec/config/test_loader.py",
-         "tests/nemo_runspec/config/test_overrides_mutants.py"),
+         "tests/nemo_runspec/config/test_override_values_mutants.py"),
     ),
     "secrets": Module(
         ("src/nemo_runspec/secrets.py", "src/nemo_runspec/execution/secret_file.py"),
@@ -86,7 +86,7 @@ MODULES: dict[str, Module] = {
     ),
     "sbatch": Module(
         ("src/nemo_runspec/slurm/render.py", "src/nemo_runspec/script_values.py"),
-        ("tests/nemo_runspec/slurm/test_render.py", "tests/nemo_runspec/slurm/test_script_values.py",
+        ("tests/nemo_runspec/slurm/test_render.py", "tests/nemo_runspec/test_script_values.py",
          "tests/nemo_runspec/slurm/test_render_mutants.py"),
     ),
     "artifacts": Module(

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from nemo_runspec import dollar, parse_text
 from nemo_runspec.env import load_env_profile
-from nemo_runspec.errors import ConfigError, EnvFileError, RunspecError
+from nemo_runspec.errors import EnvFileError, RunspecError
 from nemo_runspec.execution.executor import _template_safe, shell_value
 from nemo_runspec.execution.secret_file import render_secret_file
 
@@ -138,34 +138,6 @@ def test_values_kept_in_a_job_config_survive_omegaconf(value: str, tmp_path_fact
     OmegaConf.save(stored, path)
     back = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     assert back["run"]["env"] == {"env_vars": {"V": value}, "l": [value]}
-
-
-def test_the_issue_examples_through_the_job_config(tmp_path: Path, monkeypatch) -> None:
-    from nemo_runspec.config import build_job_config
-    from nemo_runspec.execution.settings import job_env
-
-    monkeypatch.setenv("I30_X", "from-here")
-    env = _profile(tmp_path, 'env_vars = { X = "${HOME}/x", Y = "x$$y", Z = "${oc.env:I30_X}" }\n'
-                             'startup_commands = ["echo ${HOME}"]\n')
-    prof = load_env_profile("c", env)
-    cfg = build_job_config(OmegaConf.create({"a": 1}), None, "t/x", tmp_path / "x.py", [], env_profile=prof)
-    run_env = job_env(cfg)
-    assert run_env["env_vars"] == {"X": "${HOME}/x", "Y": "x$$y", "Z": "from-here"}
-    assert run_env["startup_commands"] == ["echo ${HOME}"]
-    resolved = OmegaConf.to_container(cfg, resolve=True)  # the job reading its config: no InterpolationKeyError
-    assert resolved["run"]["env"]["env_vars"]["X"] == "${HOME}/x"
-
-
-def test_a_shell_reference_in_a_recipe_config_is_one_line(tmp_path: Path) -> None:
-    from nemo_runspec.config.references import check_key_references
-
-    cfg = OmegaConf.create({"model": {"note": "${HOME}/x", "ok": "\\${HOME}", "ref": "${model.ok}"}})
-    with pytest.raises(ConfigError) as exc:
-        check_key_references(cfg, ["+model.note=${HOME}/x"])
-    assert str(exc.value) == ("key 'model.note' in override '+model.note=${HOME}/x': ${HOME} refers to a config key "
-                              "'HOME', which does not exist (an environment variable of the job is ${oc.env:HOME}; "
-                              "the text ${HOME} itself is \\${HOME})")
-    check_key_references(OmegaConf.create({"HOME": 1, "x": "${HOME}"}))  # a real top-level key is fine
 
 
 # --------------------------------------------------------------------------- runspec values (issue 27 item 4)

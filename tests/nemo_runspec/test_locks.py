@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nemo_runspec.locks import Busy, Holder, HolderLock
-from nemo_runspec.procs import identity, is_running, start_time, this_host
+from nemo_runspec.procs import is_running, start_time, this_host
 
 HOLD = """
 import sys, time
@@ -111,6 +111,3 @@ except Busy:
     assert sorted(results) == ["busy"] * 5 + ["won"], results
 
 
-def test_identity_names_this_process():
-    pid, _, start = identity().partition(":")
-    assert int(pid) == os.getpid() and int(start) == start_time(os.getpid())

@@ -90,70 +90,9 @@ def test_every_exported_name_resolves(package: str) -> None:
         module.no_such_name  # noqa: B018
 
 
-def test_lazy_exports_refuse_an_unprovided_name(tmp_path, monkeypatch) -> None:
-    pkg = tmp_path / "lazypkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(
-        "from nemo_runspec._lazy import lazy_exports\n"
-        "__all__ = ['a', 'b']\n"
-        "__getattr__, __dir__ = lazy_exports(__name__, {'mod': ['a']})\n"
-    )
-    (pkg / "mod.py").write_text("a = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ImportError, match=r"\['b'\]"):
-        importlib.import_module("lazypkg")
-
-
-def test_lazy_exports_refuse_a_name_that_is_also_a_submodule(tmp_path, monkeypatch) -> None:
-    """An exported function named like its submodule would be replaced by the module
-    once anything imports that submodule: refused at import."""
-    pkg = tmp_path / "clashpkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(
-        "from nemo_runspec._lazy import lazy_exports\n"
-        "__all__ = ['submit']\n"
-        "__getattr__, __dir__ = lazy_exports(__name__, {'submit': ['submit']})\n"
-    )
-    (pkg / "submit.py").write_text("def submit(): return 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ImportError, match="submodule"):
-        importlib.import_module("clashpkg")
-
-
-def test_functions_stay_functions_after_their_modules_load() -> None:
-    import nemo_runspec.slurm as slurm
-    import nemo_runspec.slurm.monitor  # noqa: F401
-    import nemo_runspec.slurm.submission  # noqa: F401
-
-    assert callable(slurm.submit) and callable(slurm.follow)
-    assert slurm.submit.__module__ == "nemo_runspec.slurm.submission"
-
-
 def test_clone_git_repos_via_tunnel_is_one_function_in_both_places() -> None:
     from nemo_runspec import execution, git_mounts
 
     assert execution.clone_git_repos_via_tunnel is git_mounts.clone_git_repos_via_tunnel
 
 
-def test_run_interpolations_resolve_as_the_reference_describes() -> None:
-    from omegaconf import OmegaConf
-
-    from nemo_runspec.utils import resolve_run_interpolations
-
-    run = {"env": {"nodes": 8, "container_image": "img:1"}, "wandb": {"project": None}, "data": "d:latest"}
-    config = {"nodes": "${run.env.nodes}", "tag": "n${run.env.nodes}-${run.wandb.project}",
-              "data": ["${run.data}", "${art:data,path}"], "env": "${run.env}", "typo": "${run.envv.nodes}"}
-    out = resolve_run_interpolations(config, OmegaConf.create({"env": run["env"], "wandb": run["wandb"],
-                                                              "data": run["data"]}))
-    assert out == {"nodes": 8, "tag": "n8-", "data": ["d:latest", "${art:data,path}"],
-                   "env": {"nodes": 8, "container_image": "img:1"}, "typo": "${run.envv.nodes}"}
-    assert config["nodes"] == "${run.env.nodes}"  # a copy
-
-
-def test_paths_for_remote() -> None:
-    from nemo_runspec.utils import rewrite_paths_for_remote
-
-    got = rewrite_paths_for_remote({"a": "${oc.env:PWD}/data", "b": ["${oc.env:NEMO_RUN_DIR,.}/ckpt", "/repo/src/x.py"],
-                                    "c": "/repository/x", "d": 3}, "/repo/")
-    assert got == {"a": "/nemo_run/code/data", "b": ["/nemo_run/ckpt", "/nemo_run/code/src/x.py"],
-                   "c": "/repository/x", "d": 3}

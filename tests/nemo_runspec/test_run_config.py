@@ -26,8 +26,8 @@ SCRIPT = """\
 """
 
 
-@pytest.fixture
-def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def make_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A recipe "team/hello" with configs default and tiny and a detaching profile "dev", in tmp_path."""
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "default.yaml").write_text("greeting: hi\nsteps: 1\n")
     (tmp_path / "config" / "tiny.yaml").write_text("defaults: [default]\nsteps: 2\n")
@@ -37,6 +37,11 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("NEMOTRON_ENV_FILE", raising=False)
     return parse(tmp_path / "hello.py")
+
+
+@pytest.fixture
+def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    return make_spec(tmp_path, monkeypatch)
 
 
 def test_mode_is_derived_and_inconsistent_requests_are_refused() -> None:
@@ -76,12 +81,3 @@ def test_compiled_job_gives_back_the_effective_run_config(spec) -> None:
     assert dict(again.run_env) == dict(job.run_env)
 
 
-def test_recipe_config_converts_both_ways(spec) -> None:
-    from nemo_runspec.cli.context import split_global_args
-    from nemo_runspec.cli.recipe_config import RecipeConfig, recipe_config_from
-
-    gctx, rest = split_global_args(["-c", "tiny", "--run", "dev", "steps=4", "--", "--x"])
-    cli = recipe_config_from(gctx, rest)
-    assert cli.run_config == RunConfig(profile="dev", config="tiny", overrides=("steps=4",), passthrough=("--x",))
-    back = RecipeConfig.from_run_config(cli.run_config)
-    assert (back.mode, back.profile, back.overrides, back.passthrough) == ("run", "dev", ["steps=4"], ["--x"])

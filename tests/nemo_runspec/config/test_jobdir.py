@@ -14,7 +14,6 @@ import pytest
 
 from nemo_runspec.config import atomic_write_text, generate_job_dir, slugify, staged_job_dir
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.paths import cache_dir, jobs_dir, nemotron_home
 
 NAME = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{8}$")
 
@@ -32,22 +31,6 @@ def test_name_layout_and_not_created(tmp_path: Path) -> None:
 )
 def test_slugify(name: str, slug: str) -> None:
     assert slugify(name) == slug
-
-
-def test_default_base_is_nemotron_home_jobs(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
-    assert nemotron_home() == tmp_path / "home"
-    assert jobs_dir() == tmp_path / "home" / "jobs"
-    assert cache_dir() == tmp_path / "home" / "cache"
-    assert generate_job_dir("r").parent == tmp_path / "home" / "jobs" / "r"
-
-
-def test_nemotron_home_default(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("NEMOTRON_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert nemotron_home() == tmp_path / ".nemotron"
-    monkeypatch.setenv("NEMOTRON_HOME", "")
-    assert nemotron_home() == tmp_path / ".nemotron"
 
 
 _CHILD = """

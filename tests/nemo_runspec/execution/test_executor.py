@@ -87,20 +87,6 @@ def test_torchrun_nproc_from_gpus_and_cpu_fallback():
     assert make(dict(BASE), runspec=spec(launch="direct")).launcher is None
 
 
-def test_ray_uses_our_template_one_raylet_per_node_and_per_node_prestart():
-    from nemo_runspec.execution.ray import RAY_TEMPLATE
-
-    ex = make(dict(BASE, startup_commands=["echo hi"], ray_port_base=31000, ray_timeout=42),
-              runspec=spec(launch="ray"))
-    assert ex.ray_template == str(RAY_TEMPLATE) and RAY_TEMPLATE.is_file()
-    assert ex.launcher is None and ex.ntasks_per_node == 1
-    assert ex.env_vars["NEMOTRON_RAY_PORT_BASE"] == "31000"
-    assert ex.env_vars["NEMOTRON_RAY_TIMEOUT"] == "42"
-    # startup commands go to the per-node pre-start file, not to a one-off srun
-    assert "pre-ray-start.sh" in ex.setup_lines and "echo hi" in ex.setup_lines
-    assert "srun --ntasks-per-node=1" not in ex.setup_lines
-
-
 def test_no_account_means_no_account_option():
     # clusters without Slurm accounts exist; one that needs an account refuses the job itself
     ex = make({"executor": "slurm", "partition": "gen"})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import pytest
 from omegaconf import OmegaConf
 
 from nemo_runspec import parse, parse_text
-from nemo_runspec._cmd import fill
 from nemo_runspec.errors import RunspecError
 from nemo_runspec.execution.local import execute_local, local_preview
 
@@ -42,33 +40,6 @@ def script(tmp_path: Path, *runspec_lines: str, body: str = "") -> Path:
 
 
 # ----------------------------------------------------------------------------- the template
-
-def test_unknown_placeholder_is_one_line_at_its_line_with_did_you_mean(tmp_path):
-    text = block("[tool.runspec]", 'name = "t/x"', "", "[tool.runspec.run]", 'cmd = "python {scirpt} --config {config}"')
-    with pytest.raises(RunspecError) as ei:
-        parse_text(text, path="x.py")
-    msg = str(ei.value)
-    assert msg.startswith("x.py:6: unknown placeholder {scirpt} in run.cmd")
-    assert "did you mean 'script'?" in msg and "valid: args, config, job_dir, script" in msg
-    assert "\n" not in msg and ei.value.key == "run.cmd"
-
-
-def test_shell_braces_and_escaped_braces_are_not_placeholders():
-    text = block("[tool.runspec]", 'name = "t/x"', "[tool.runspec.run]",
-                 'cmd = "echo ${HOME} {{lit}} {a,b} && python {script} --config {config} {args}"')
-    spec = parse_text(text, path="x.py")
-    out = fill(spec.run.cmd, script="/s.py", config="/c.yaml", args=["z"])
-    assert out == "echo ${HOME} {lit} {a,b} && python /s.py --config /c.yaml z"
-
-
-@pytest.mark.parametrize("value", HOSTILE)
-def test_filled_values_are_one_word_of_data(value):
-    cmd = fill("printf '%s\\n' {script} {config} {job_dir} {args}", script=value, config=value,
-               job_dir=value, args=[value, value])
-    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd="/tmp")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == (value + "\n") * 5
-    assert not Path("/tmp/PWNED").exists()
 
 
 # ----------------------------------------------------------------------------- local runs
@@ -169,70 +140,6 @@ def test_local_preview_shows_the_launch_script(tmp_path):
 
 
 # ----------------------------------------------------------------------------- Slurm and Ray scripts
-
-def _render(tmp_path, spec, prof_over=None, args=()):
-    import nemo_run  # noqa: F401 - a required dependency: never skipped
-    from nemo_run.core.packaging.base import Packager
-
-    from nemo_runspec.slurm import prepare_job, render_sbatch
-
-    prof = {"executor": "slurm", "account": "acct", "partition": "p", "container_image": "", "gpus_per_node": 0,
-            "time": "00:05:00"} | (prof_over or {})
-    job = prepare_job(env=prof, mode="batch", runspec=spec, packager=Packager(), script=str(spec.script_path),
-                      args=list(args), base_dir=tmp_path / "jobs", exp_id="t-job_1")
-    return job, render_sbatch(job)
-
-
-def _heredoc(text: str, name: str) -> str:
-    start = text.index(f"/{name} <<'NEMOTRON_RUNSPEC_EOF'\n") + len(f"/{name} <<'NEMOTRON_RUNSPEC_EOF'\n")
-    return text[start:text.index("\nNEMOTRON_RUNSPEC_EOF", start)]
-
-
-@pytest.mark.parametrize("image", ["", "docker://ubuntu:22.04"])
-def test_slurm_torchrun_runs_the_launch_script_once_per_node(tmp_path, image):
-    spec = parse(script(tmp_path, 'setup = "export A=1"', "[tool.runspec.run]", 'launch = "torchrun"',
-                        'cmd = "uv run python {script} --config {config} {args}"'))
-    job, text = _render(tmp_path, spec, {"nodes": 2, "container_image": image}, args=["$(id)"])
-    seen = job.job_dir if not image else "/nemo_run"
-    launch = _heredoc(text, "runspec_launch.sh")
-    assert f". {seen}/runspec_setup.sh\n" in launch
-    cmd = f"uv run python {spec.script_path} --config {seen}/train.yaml '$(id)'"
-    assert launch.endswith("--nnodes 2 --nproc-per-node 1 --node-rank \"$SLURM_NODEID\" --tee 3 --no-python bash -c "
-                           + shlex.quote(cmd))
-    assert 'export NEMOTRON_HEAD_NODE_IP="$head_node_ip"' in text
-    srun = [ln for ln in text.splitlines() if ln.startswith("srun --output")]
-    assert len(srun) == 1 and srun[0].endswith(f"bash {seen}/runspec_launch.sh")
-    assert " torchrun " not in srun[0]  # the launch script starts torchrun, once per node (one task)
-    assert "#SBATCH --ntasks-per-node=1" in text
-    assert _heredoc(text, "runspec_setup.sh").endswith("export A=1")
-
-
-def test_slurm_direct_setup_only_keeps_the_default_command(tmp_path):
-    spec = parse(script(tmp_path, 'setup = "echo hi"', "[tool.runspec.run]", 'launch = "direct"'))
-    job, text = _render(tmp_path, spec, args=["--config", "/nemo_run/train.yaml", "x y"])
-    launch = _heredoc(text, "runspec_launch.sh")
-    assert launch.endswith(f"exec python {spec.script_path} --config {job.job_dir}/train.yaml 'x y'")
-    assert "NEMOTRON_HEAD_NODE_IP" not in text
-
-
-def test_a_setup_line_equal_to_the_heredoc_tag_cannot_end_it(tmp_path):
-    spec = parse(script(tmp_path, 'setup = """\necho a\nNEMOTRON_RUNSPEC_EOF\necho b\n"""',
-                        "[tool.runspec.run]", 'launch = "direct"'))
-    _, text = _render(tmp_path, spec)
-    assert "<<'NEMOTRON_RUNSPEC_EOF_'\n" in text
-    body = text.split("<<'NEMOTRON_RUNSPEC_EOF_'\n", 1)[1].split("\nNEMOTRON_RUNSPEC_EOF_\n", 1)[0]
-    assert body.endswith("echo a\nNEMOTRON_RUNSPEC_EOF\necho b")
-
-
-def test_ray_sources_setup_before_each_raylet_and_runs_cmd_as_driver(tmp_path):
-    spec = parse(script(tmp_path, 'setup = "export B=2"', "[tool.runspec.run]", 'launch = "ray"',
-                        'cmd = "uv run --extra x python {script} --config {config}"'))
-    job, text = _render(tmp_path, spec, {"nodes": 2})
-    assert f"set +u; . {job.job_dir}/runspec_setup.sh; set -u" in text.split("pre-ray-start.sh\" <<'EOF_PRE'", 1)[1]
-    assert _heredoc(text, "runspec_launch.sh").endswith(
-        f"exec uv run --extra x python {spec.script_path} --config {job.job_dir}/train.yaml")
-    driver = text.split("<<'EOF_DRIVER'\n", 1)[1].split("\nEOF_DRIVER", 1)[0]
-    assert driver.endswith(f"bash {job.job_dir}/runspec_launch.sh")
 
 
 def test_top_level_setup_is_a_description_never_run(tmp_path, capfd, monkeypatch):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from nemo_runspec import parse
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging.select import build_packager, default_packager_kind
-from tests.nemo_runspec.packaging.git_repos import git, make_repo, tar_contents
+from tests.nemo_runspec.packaging.git_repos import git, tar_contents
 
 HEADER = '# /// script\n# [tool.runspec]\n# name = "t/{name}"\n#\n# [tool.runspec.run]\n# launch = "{launch}"\n# ///\n'
 
@@ -29,17 +27,6 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("NEMOTRON_HOME", str(tmp_path / "home"))
 
 
-@pytest.fixture
-def repo(tmp_path):
-    r = make_repo(tmp_path / "r")
-    write_script(r / "src/proj/recipes/train.py", "import proj.util\nprint(proj.util.f())\n")
-    write_script(r / "src/proj/recipes/standalone.py", "import json\nimport numpy\nprint(json.dumps([1]))\n")
-    write_script(r / "src/proj/recipes/prep.py", "import json\n", launch="ray")
-    git(r, "add", "-A")
-    git(r, "commit", "-qm", "scripts")
-    return r
-
-
 def test_default_kind_per_recipe(repo):
     train = parse(repo / "src/proj/recipes/train.py")
     kind, reason = default_packager_kind(train, train.script_path, repo)
@@ -51,39 +38,13 @@ def test_default_kind_per_recipe(repo):
     assert kind == "code" and "ray" in reason
 
 
-def test_sibling_and_relative_imports_count_as_project_code(tmp_path):
-    from nemo_runspec.packaging.self_contained import project_imports
-
-    d = tmp_path / "plain"
-    write_script(d / "main.py", "import os\n\ndef go():\n    import helpers\n    from . import x\n")
-    (d / "helpers.py").write_text("")
-    found = project_imports(d / "main.py")
-    assert [(i.module, i.line) for i in found] == [("helpers", 11), (".", 12)]
-
-
-def test_an_import_the_script_declares_optional_does_not_need_project_code(tmp_path):
-    """kit preflight compares with the compatibility table when nemotron is importable:
-    an import in a try that catches ImportError does not keep a script from shipping alone;
-    one in a try that catches something else, or after the try, still does."""
-    from nemo_runspec.packaging.self_contained import project_imports
-
-    d = tmp_path / "plain"
-    write_script(d / "main.py", "def go():\n    try:\n        from helpers import row\n"
-                                "    except ImportError:\n        return None\n"
-                                "    try:\n        import helpers2\n    except (ValueError, ModuleNotFoundError):\n"
-                                "        pass\n    try:\n        import helpers3\n    except OSError:\n"
-                                "        pass\n")
-    for name in ("helpers", "helpers2", "helpers3"):
-        (d / f"{name}.py").write_text("")
-    assert [i.module for i in project_imports(d / "main.py")] == ["helpers3"]
-
-
 def test_the_preflight_ships_alone_by_default():
+    """kit preflight reads the compatibility table only when nemotron is importable (an
+    optional import): the default packager still ships the script alone."""
+    from nemo_runspec.packaging.git_cli import find_repo_root
     from nemotron.recipes import RECIPES_DIR
 
     spec = parse(RECIPES_DIR / "kit" / "preflight.py")
-    from nemo_runspec.packaging.git_cli import find_repo_root
-
     assert default_packager_kind(spec, spec.script_path, find_repo_root(spec.script_path.parent))[0] == "self_contained"
 
 
@@ -142,29 +103,6 @@ def test_pattern_packager_content(repo, tmp_path):
     names = set(tar_contents(out))
     assert names == {"proj/__init__.py", "proj/util.py", "proj/recipes/train.py", "proj/recipes/standalone.py", "proj/recipes/prep.py"}
     assert plan.script == "proj/recipes/train.py" and plan.archive_path == out
-
-
-def test_self_contained_ships_script_and_config(repo, tmp_path):
-    spec = parse(repo / "src/proj/recipes/standalone.py")
-    cfg = tmp_path / "train.yaml"
-    cfg.write_text("lr: 0.1\n")
-    packager, plan = build_packager({}, runspec=spec, script_path=spec.script_path, config_path=cfg)
-    job = tmp_path / "job"
-    job.mkdir()
-    out = packager.package(Path("/"), str(job), "t")
-    files = tar_contents(out)
-    assert files == {"main.py": spec.script_path.read_bytes(), "config.yaml": b"lr: 0.1\n"}
-    assert plan.kind == "self_contained" and plan.script == "main.py"
-    assert plan.commit == git(repo, "rev-parse", "HEAD").strip() and plan.dirty is False
-
-
-def test_self_contained_refuses_project_imports(repo, tmp_path):
-    spec = parse(repo / "src/proj/recipes/train.py")
-    packager, _ = build_packager({"packager": "self_contained"}, runspec=spec, script_path=spec.script_path)
-    with pytest.raises(PackagingError) as ei:
-        packager.package(Path("/"), str(tmp_path), "t")
-    msg = str(ei.value)
-    assert msg.startswith(f"{spec.script_path}:8:") and "'proj.util'" in msg and 'packager = "code"' in msg
 
 
 def test_hybrid_puts_each_part_under_its_name(repo, tmp_path):
@@ -231,24 +169,3 @@ def test_git_packager_through_slurm_executor(repo, tmp_path, monkeypatch):
     assert json.loads((exp_dir / "train" / "train.packaging.json").read_text())["archive_sha256"] == plan.archive_sha256
 
 
-def test_code_packager_progress_and_deepcopy(repo, tmp_path):
-    from nemo_runspec.packaging import _archive
-
-    spec = parse(repo / "src/proj/recipes/train.py")
-    events = []
-    packager, plan = build_packager({}, runspec=spec, script_path=spec.script_path, progress=events.append)
-    assert type(packager).__name__ == "CodePackager"
-    clone = copy.deepcopy(packager)
-    old_delay = _archive.Ticker.__init__.__kwdefaults__["delay"]
-    _archive.Ticker.__init__.__kwdefaults__["delay"] = 0.0  # report from the first file
-    try:
-        job = tmp_path / "job"
-        job.mkdir()
-        out = clone.package(Path("/"), str(job), "t")
-    finally:
-        _archive.Ticker.__init__.__kwdefaults__["delay"] = old_delay
-    assert events and events[-1].done and events[-1].files_done == events[-1].files_total == plan.file_count
-    assert plan.archive_path == out and plan.reason.startswith("default")
-    with tarfile.open(out) as t:
-        assert all(m.mtime == t.getmembers()[0].mtime and m.uid == 0 for m in t.getmembers())
-    assert os.path.getsize(out) == plan.archive_size

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from nemo_runspec.report.logparse import LineParser, outcome_of, parse_lines
+from nemo_runspec.report.logparse import outcome_of, parse_lines
 from nemo_runspec.report.model import EVAL_LOSS, TOKENS_PER_SEC, TRAIN_LOSS
 
 
@@ -36,18 +36,6 @@ def test_fallback_lines_with_torchrun_prefix():
     kinds = [(e.kind, e.step) for e in facts.events]
     assert kinds == [("checkpoint", 10), ("stopped", 14), ("published", 30)]  # after the last step
     assert [(a.ref, a.path) for a in facts.published] == [("nano3-pretrain-model-tiny:v3", "/x/checkpoints")]
-
-
-def test_resumed_line_and_nan_loss():
-    facts = parse_lines(["[rl-smoke] resumed from /c/step_00000012.pt at step 12",
-                         "[rl-smoke] step 15/20 | loss nan | lr 1.00e-03 | 10 tok/s"])
-    assert [(e.kind, e.step, e.label) for e in facts.events] == [("resumed", 12, "/c/step_00000012.pt")]
-    parser = LineParser()
-    parser.feed("[rl-smoke] step 15/20 | loss nan | lr 1.00e-03 | 10 tok/s")
-    from nemo_runspec.report.collect import _series
-
-    series = _series(parser.finish(), "", "logs")
-    assert [s.metric for s in series if s.steps] == ["train/lr", "train/tokens_per_sec"]  # nan is not drawn
 
 
 def _megatron_iteration(iteration: int, total: int, elapsed_s: float, lr: float, batch: int, loss: float,

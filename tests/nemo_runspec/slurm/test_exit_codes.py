@@ -10,7 +10,6 @@ import signal
 
 import pytest
 
-from nemo_runspec.signals import Interrupted, exit_code
 from nemo_runspec.slurm.queue import exit_code_from_sacct
 
 # every terminal state sacct reports besides COMPLETED
@@ -49,10 +48,3 @@ def test_unreadable_code_is_a_failure() -> None:
     assert exit_code_from_sacct("COMPLETED", "x:y") == 1
 
 
-@pytest.mark.parametrize(("exc", "expected"), [
-    (KeyboardInterrupt(), 130),
-    (Interrupted(signal.SIGTERM), 143),
-    (Interrupted(signal.SIGHUP), 129),
-])
-def test_the_cli_exits_128_plus_the_signal_it_got(exc: BaseException, expected: int) -> None:
-    assert exit_code(exc) == expected

@@ -126,25 +126,6 @@ def test_a_job_followed_to_its_end_or_not_followed_keeps_its_code(tmp_path):
     assert sub.returncode == 0
 
 
-def test_bracketed_text_from_users_and_slurm_is_shown_whole(tmp_path, monkeypatch):
-    """Rich markup must not eat [d]etach, node lists or names with brackets."""
-    from nemo_runspec.slurm.summary import print_submission
-
-    sub = _submitted(tmp_path)
-    sub.name = "exp[d]one"
-    sub.state, sub.reason = "PENDING", "ReqNodeNotAvail, UnavailableNodes:n[1-2],[c]x"
-    console, buf = _console()
-    print_submission(sub, console)
-    monitor.detach(sub, console)
-    shown = buf.getvalue()
-    assert "(exp[d]one)" in shown
-    assert "pending (ReqNodeNotAvail, UnavailableNodes:n[1-2],[c]x)" in shown
-    sub.state, sub.nodes = "RUNNING", "gpu[01-04]"
-    assert monitor.describe_state(sub) == "running on gpu[01-04]"
-    sub.state, sub.reason = "PENDING", "None"
-    assert monitor.describe_state(sub) == "pending"
-
-
 def test_dry_run_tables_show_bracketed_values_whole(tmp_path):
     from nemo_runspec.cli.display import display_dry_run
 

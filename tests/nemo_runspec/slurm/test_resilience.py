@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import textwrap
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.slurm import attempts as sa
 from nemo_runspec.slurm import resilience
 from tests.nemotron_cli import NEMOTRON
 
@@ -66,16 +64,3 @@ def test_the_helper_is_valid_bash():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_attempt_records_read_back_brief_and_lines():
-    text = "\n".join(json.dumps(r) for r in [
-        {"event": "start", "attempt": 0, "nodes": "n1", "exclude": ""},
-        {"event": "end", "attempt": 0, "kind": "stall", "reason": "rank 1 on n1 stalled", "node": "n1",
-         "requeue": True},
-        {"event": "start", "attempt": 1, "nodes": "n2", "exclude": "n1"},
-    ]) + "\n{broken"
-    got = sa.parse(text)
-    assert [(a.number, a.kind, a.node) for a in got] == [(0, "stall", "n1"), (1, "", "")]
-    assert sa.brief(got) == "2: stall n1"
-    assert sa.lines(got) == ["attempt 0 on n1: rank 1 on n1 stalled -> requeued",
-                             "attempt 1 on n2, excluding n1: running (or ended without a record)"]
-    assert sa.brief([]) == "-"

@@ -21,7 +21,6 @@ from nemo_runspec.run import RunConfig
 from nemo_runspec.slurm.submission import submit_detached
 from nemo_runspec.sweep.array import array_spec, build
 from nemo_runspec.sweep.points import derive
-from nemo_runspec.sweep.submit import check_array_size
 from nemotron.recipes import RECIPES_DIR
 
 from .conftest import SECRET
@@ -102,20 +101,6 @@ def test_a_single_ray_job_keeps_its_cluster_dir(sandbox):
 ])
 def test_array_spec(indices, parallel, spec):
     assert array_spec(indices, parallel) == spec
-
-
-def test_more_points_than_max_array_size_is_one_line(sandbox, monkeypatch):
-    job, plan = _array("torchrun", "dev")
-    monkeypatch.setenv("FAKE_MAX_ARRAY", "2")  # the cluster's scontrol says MaxArraySize = 2
-    with pytest.raises(ConfigError) as err:
-        check_array_size([job], offline=False)
-    assert "3 points, more than one Slurm array takes (the cluster's MaxArraySize is 2" in str(err.value)
-    check_array_size([job], offline=True)  # offline (a dry run) the cluster is not asked
-    job.values = {**job.values, "max_array_size": 3}
-    check_array_size([job], offline=True)  # the profile's key, 3: indices 0..2 fit
-    job.values = {**job.values, "max_array_size": 2}
-    with pytest.raises(ConfigError, match="the profile's max_array_size is 2"):
-        check_array_size([job], offline=True)
 
 
 CMD_SCRIPT = '''# /// script

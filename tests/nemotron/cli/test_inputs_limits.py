@@ -6,7 +6,6 @@ resolution in linear time, and errors of bounded size.
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
@@ -15,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec import errors, parse_text, pipeline
+from nemo_runspec import errors, parse_text
 from nemo_runspec.env import load_env_file, load_env_profile
-from nemo_runspec.errors import EnvFileError, NemoRunspecError, RunspecError
-from nemo_runspec.step import Step
+from nemo_runspec.errors import EnvFileError, RunspecError
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 SCRIPT = textwrap.dedent("""\
@@ -85,26 +83,6 @@ def test_runspec_name_length() -> None:
 STAGES = ["a", "b", "c", "d"]
 
 
-@pytest.mark.parametrize(("first", "last"), list(itertools.product(["", *STAGES], repeat=2)))
-def test_every_stage_range_is_a_selection_or_one_line(first: str, last: str) -> None:
-    steps = [Step(n, Path(f"/x/{n}.py")) for n in STAGES]
-    lo = STAGES.index(first) if first else 0
-    hi = STAGES.index(last) if last else len(STAGES) - 1
-    if lo <= hi:
-        assert [s.name for s in pipeline.select_stages(steps, f"{first}:{last}")] == STAGES[lo:hi + 1]
-    else:
-        with pytest.raises(NemoRunspecError) as info:
-            pipeline.select_stages(steps, f"{first}:{last}")
-        assert str(info.value) == (f"stage range '{first}:{last}' is reversed: {first} runs after {last} "
-                                   f"(write {last}:{first}; stages in order: a, b, c, d)")
-
-
-@pytest.mark.parametrize("names", [",", " , ,"])
-def test_stages_that_name_nothing(names: str) -> None:
-    with pytest.raises(NemoRunspecError, match="names no stage"):
-        pipeline.select_stages([Step("a", Path("/x/a.py"))], names)
-
-
 def test_reversed_stage_range_through_the_cli(tmp_path: Path) -> None:
     proc = run(tmp_path, "nano3", "pipe", "-c", "tiny", "--stages", "sft:pretrain", "--dry-run")
     assert proc.returncode == 2, proc.stderr
@@ -115,21 +93,6 @@ def test_reversed_stage_range_through_the_cli(tmp_path: Path) -> None:
 def _deep(path: Path, n: int) -> Path:
     path.write_text(PROFILE.replace("[c]", "[p0]") + "".join(f'[p{i}]\nextends = "p{i - 1}"\n' for i in range(1, n)))
     return path
-
-
-def test_a_1000_deep_chain_reads_each_table_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nemo_runspec.env import chain as env_chain
-
-    calls: list[str] = []
-    real = env_chain.validate_layer
-    monkeypatch.setattr(env_chain, "validate_layer", lambda layer, ef, prof, renames: (calls.append(prof),
-                                                                                      real(layer, ef, prof, renames)))
-    ef = load_env_file(_deep(tmp_path / "env.toml", 1000))
-    profiles = [load_env_profile(name, ef) for name in ef.profiles]
-    assert len(calls) == 1000 and len(set(calls)) == 1000  # once per table, not once per descendant
-    deepest = profiles[-1]
-    assert len(deepest.chain) == 1000 and deepest.values["account"] == "a"
-    assert deepest.sources["account"].profile == "p0"
 
 
 def test_a_1000_deep_chain_through_env_check(tmp_path: Path) -> None:

@@ -97,28 +97,6 @@ def test_without_m_a_sweep_on_a_number_is_one_line_suggesting_m(tmp_path):
                      "values (add -m/--multirun to run one job per value, or give one value: train.train_iters=10)"]
 
 
-def test_here_points_run_one_after_another_and_a_rerun_runs_only_the_failed(tmp_path):
-    sb = _sandbox(tmp_path)
-    proc = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,2,3")
-    assert proc.returncode == 1, proc.stderr  # the failing point's exit code
-    assert [r["x"] for r in _runs(sb)] == [1, 2, 3]  # the failure did not stop point 2
-    sweep = _runs(sb)[0]["sweep"]
-    assert sweep.startswith("team-sweepy-sweep-") and [r["index"] for r in _runs(sb)] == ["0", "1", "2"]
-    assert f"[sweep {sweep}] point 1 failed (exit 1)" in proc.stderr
-    record = json.loads((sb["tmp"] / "home" / "sweeps" / f"{sweep}.json").read_text())
-    assert {k: v["exit_code"] for k, v in record["local"].items()} == {"0": 0, "1": 1, "2": 0}
-    again = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,2,3")
-    assert again.returncode == 1
-    assert [r["x"] for r in _runs(sb)] == [1, 2, 3, 2]  # only the point that did not complete
-    assert "2 of 3 points completed before; running 1 (1;" in again.stderr
-    status = _nemotron(sb, "jobs", "status", sweep)
-    assert status.returncode == 0, status.stderr
-    assert "3 points: 2 COMPLETED, 1 FAILED" in status.stdout
-    fresh = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,2,3", "--no-resume")
-    assert [r["x"] for r in _runs(sb)][4:] == [1, 2, 3]
-    assert fresh.returncode == 1
-
-
 def test_parallel_points_write_their_own_logs(tmp_path):
     sb = _sandbox(tmp_path)
     proc = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,3", "--parallel", "2")
@@ -129,16 +107,6 @@ def test_parallel_points_write_their_own_logs(tmp_path):
     assert "x=3 loss 0.3" in (logs / "point-1.log").read_text()
     bad = _nemotron(sb, "run", str(sb["script"]), "-m", "x=1,3", "--parallel", "0")
     assert bad.returncode == 2 and "--parallel must be a whole number >= 1" in bad.stderr
-
-
-def test_a_dry_run_here_shows_point_0_and_the_table(tmp_path):
-    sb = _sandbox(tmp_path)
-    proc = _nemotron(sb, "run", str(sb["script"]), "-m", "-d", "x=range(1,4)")
-    assert proc.returncode == 0, proc.stderr
-    assert "POINT  OVERRIDES\n0      x=1\n1      x=2\n2      x=3" in proc.stdout
-    assert _runs(sb) == []
-    typo = _nemotron(sb, "run", str(sb["script"]), "-m", "-d", "y=1,2")
-    assert typo.returncode == 2 and "unknown key 'y'" in typo.stderr
 
 
 def test_on_slurm_one_sbatch_jobs_commands_and_resume(tmp_path):
@@ -179,35 +147,6 @@ def test_on_slurm_one_sbatch_jobs_commands_and_resume(tmp_path):
     assert whole.returncode == 0
     nothing = _nemotron(sb, "jobs", "status", f"{sweep}:7")
     assert nothing.returncode == 2 and f"sweep {sweep} has no point '7'" in nothing.stderr
-
-
-def test_a_sweep_over_node_counts_is_one_array_per_allocation_shown_offline(tmp_path):
-    sb = _sandbox(tmp_path)
-    proc = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "run.env.nodes=1,2", "fallback.lr=0.1,0.2",
-                     "--batch", "dev", "--dry-run")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout
-    assert out.count("#!/bin/bash") == 2  # each array's script once
-    assert "array 1 of 2, --array=0-1 (2 points" in out and "array 2 of 2, --array=2-3 (2 points" in out
-    first, second = out.split("array 2 of 2")
-    assert "#SBATCH --nodes=1\n" in first and "#SBATCH --nodes=2\n" in second
-    assert "0      run.env.nodes=1 fallback.lr=0.1" in first and "3      run.env.nodes=2 fallback.lr=0.2" in second
-    assert not _calls(sb, "sbatch") and not _calls(sb, "sacct")  # offline
-    outside = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "run.env.nodes=1,3", "--batch", "dev",
-                        "--dry-run")
-    assert outside.returncode == 2 and "not known to work at cpu x 3 nodes" in outside.stderr
-    typo = _nemotron(sb, "nano3", "pretrain", "-c", "tiny", "-m", "train.train_iterz=1,2", "--batch", "dev", "-d")
-    assert typo.returncode == 2
-    assert typo.stderr.strip().splitlines() == [
-        "error: unknown key 'train.train_iterz' in override 'train.train_iterz=1' (did you mean 'train.train_iters'?)"]
-
-
-def test_commands_that_do_not_sweep_refuse_m(tmp_path):
-    sb = _sandbox(tmp_path)
-    proc = _nemotron(sb, "nano3", "pipe", "-c", "tiny", "-m", "pretrain.train.train_iters=10,20", "--dry-run")
-    assert proc.returncode == 2
-    assert "-m/--multirun does not apply here: only a recipe command sweeps" in proc.stderr
-    assert "Traceback" not in proc.stderr
 
 
 def test_sweep_options_are_global_but_no_resume_stays_the_commands():

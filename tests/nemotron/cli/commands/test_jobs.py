@@ -15,9 +15,8 @@ import pytest
 from nemo_runspec.slurm import ledger
 from nemo_runspec.slurm.ledger import Submission
 from tests.import_probes import nemotron_heavy_imports
+from tests.nemotron.cli.fake_slurm import FakeSlurm
 from tests.nemotron_cli import NEMOTRON
-
-from .fake_slurm import FakeSlurm
 
 
 @pytest.fixture

@@ -247,15 +247,6 @@ def test_ray_keys_and_timeout_default(tmp_path):
             load_env_profile("r", p)
 
 
-def test_ray_profile_keys_reach_template_env(tmp_path):
-    from nemo_runspec.execution.ray import ray_env_vars
-
-    path = write(tmp_path / "env.toml", "[r]\nray_port_base = 21000\nray_timeout = 42\n")
-    prof = load_env_profile("r", path)
-    env = ray_env_vars(python=None, port_base=prof.get("ray_port_base"), timeout=prof.get("ray_timeout"))
-    assert env == {"NEMOTRON_RAY_PORT_BASE": "21000", "NEMOTRON_RAY_TIMEOUT": "42"}
-
-
 @pytest.mark.parametrize(("option", "key"), [("nodes", "nodes"), ("time", "time"), ("gpus-per-node", "gpus_per_node"),
                                              ("job-name", "job_name_prefix")])
 def test_sbatch_options_cannot_shadow_first_class_keys(tmp_path, option, key):

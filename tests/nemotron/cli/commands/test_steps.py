@@ -12,7 +12,7 @@ import yaml
 
 from tests.nemotron_cli import NEMOTRON
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 STEPS = {"nano3/prep-pretrain": "ray", "nano3/pretrain": "torchrun", "nano3/prep-sft": "ray",
          "nano3/sft": "torchrun", "nano3/convert": "direct", "nano3/prep-rl": "ray", "nano3/rl": "ray", "nano3/eval": "direct"}
 

@@ -678,27 +678,6 @@ def test_ordinary_images_parse(image):
 # --------------------------------------------------------------------------- gpus_per_node = "gpu"
 
 
-def test_gpu_word_means_every_gpu_of_the_node_as_the_profile_says(tmp_path):
-    """The reference's recipes write resources.gpus_per_node = "gpu": accepted as None
-    (the profile's gpus_per_node decides), valid by the JSON schema, refused when a
-    Slurm job's profile does not say how many; any other word is still an error."""
-    from nemo_runspec.errors import ConfigError
-    from nemo_runspec.execution.settings import resolve_resources
-
-    text = runspec_block("[tool.runspec.resources]", "nodes = 2", 'gpus_per_node = "gpu"')
-    spec = parse_text(text, path=tmp_path / "train.py")
-    assert spec.resources.gpus_per_node is None and spec.resources.nodes == 2
-    assert resolve_resources({"gpus_per_node": 4}, spec) == (2, 4)
-    with pytest.raises(ConfigError, match='gpus_per_node = "gpu"') as exc:
-        resolve_resources({}, spec)
-    assert "env.toml profile" in str(exc.value.hint)
-    validator = jsonschema.Draft202012Validator(runspec_json_schema())
-    assert not list(validator.iter_errors({"name": "a/b", "resources": {"gpus_per_node": "gpu"}}))
-    assert list(validator.iter_errors({"name": "a/b", "resources": {"gpus_per_node": "gpus"}}))
-    bad = runspec_block("[tool.runspec.resources]", 'gpus_per_node = "all"')
-    assert "must be an integer" in str(err(bad))
-
-
 def test_deep_nesting_in_the_block_is_one_line_at_its_line():
     deep = "x = " + "[" * 5000 + "1" + "]" * 5000
     text = runspec_block(deep)

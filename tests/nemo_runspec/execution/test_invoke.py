@@ -1,0 +1,58 @@
+"""invoke's local runner stops its command on an interrupt (execution/_invoke.py): a SIGTERM
+turned into KeyboardInterrupt kills the command and everything it started, and is raised again.
+Real processes: a child Python runs invoke with a long command and interrupts itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys, time
+    import invoke
+    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+
+    if sys.argv[1] == "patched":
+        stop_commands_on_interrupt()
+        stop_commands_on_interrupt()  # idempotent
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    start = time.monotonic()
+    try:
+        invoke.run("sleep 7 & echo $! > " + sys.argv[2] + "; wait", hide=True, in_stream=False)
+        print("finished", round(time.monotonic() - start, 1))
+    except KeyboardInterrupt:
+        print("interrupted", round(time.monotonic() - start, 1))
+""")
+
+
+def _run(mode: str, tmp_path) -> tuple[str, float, int]:
+    pid_file = tmp_path / f"{mode}.pid"
+    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(pid_file)], capture_output=True, text=True,
+                         timeout=60)
+    word, seconds = out.stdout.split()
+    return word, float(seconds), int(pid_file.read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie has ended
+        return f.read().split(") ")[1][0] != "Z"
+
+
+def test_an_interrupt_kills_the_command_and_what_it_started_then_is_raised(tmp_path):
+    word, seconds, grandchild = _run("patched", tmp_path)
+    assert word == "interrupted" and seconds < 5
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild)
