@@ -105,8 +105,8 @@ GLOBAL_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("--debug", "--debug", "Show tracebacks (also NEMOTRON_DEBUG=1)"),
 )
 
-_OVERRIDE = re.compile(r"^(\+\+|\+)?[A-Za-z_][\w.\-\[\]]*=.*\Z", re.S)
-_DELETE = re.compile(r"^~[A-Za-z_][\w.\-\[\]]*(=.*)?\Z", re.S)
+_OVERRIDE = re.compile(r"^(\+\+|\+)?(\*\.)?[A-Za-z_][\w.\-\[\]]*=.*\Z", re.S)  # *.key: every stage of a pipe
+_DELETE = re.compile(r"^~(\*\.)?[A-Za-z_][\w.\-\[\]]*(=.*)?\Z", re.S)
 
 
 def _looks_like_option(word: str) -> bool:
