@@ -58,7 +58,7 @@ from nemo_runspec.step import (
 )
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.cmdline.context import GlobalContext
     from nemo_runspec.job import CompiledJob
     from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 
@@ -159,7 +159,7 @@ def compile_pipeline(steps: Sequence[Step], gctx: GlobalContext, overrides: Sequ
     stage consuming what a later stage publishes, or (not in a dry run) an
     input that no stage publishes and the registry does not hold.
     """
-    from nemo_runspec.cli.recipe_config import recipe_config_from
+    from nemo_runspec.cmdline.recipe_config import recipe_config_from
     from nemo_runspec.errors import NemoRunspecError
     from nemo_runspec.job import compile_job
 
