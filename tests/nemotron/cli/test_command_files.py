@@ -2,8 +2,9 @@
 exactly one ``# FORK POINT`` line, the line to replace to launch elsewhere (issue 31;
 docs/dev/architecture.md, "The command files").
 
-The command files: ``nemotron/cli/commands/nano3/*.py`` (pretrain, sft, convert, rl, eval,
-pipe; not ``__init__.py`` or ``_``-modules), ``nano3/data/prep.py`` and ``kit/preflight.py``.
+The command files: those of every recipe family (a folder of ``nemotron/cli/commands/`` with a
+``_typer_group.py``: ``nano3``), ``FAMILY/*.py`` (pretrain, sft, convert, rl, eval, pipe; not
+``__init__.py`` or ``_``-modules) and ``FAMILY/data/prep.py``; and ``kit/preflight.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ MARKER = re.compile(r"^\s*# FORK POINT\b", re.M)
 
 
 def command_files(cli: Path = CLI) -> list[Path]:
-    nano3 = cli / "commands" / "nano3"
-    return sorted([*(p for p in nano3.glob("*.py") if not p.name.startswith("_")),
-                   nano3 / "data" / "prep.py", cli / "kit" / "preflight.py"])
+    files = [cli / "kit" / "preflight.py"]
+    for family in sorted(p.parent for p in (cli / "commands").glob("*/_typer_group.py")):
+        files += [p for p in family.glob("*.py") if not p.name.startswith("_")]
+        files += [p for p in [family / "data" / "prep.py"] if p.is_file()]
+    return sorted(files)
 
 
 def non_blank_lines(text: str) -> int:
@@ -57,10 +60,11 @@ def test_the_counters_count(tmp_path: Path) -> None:
     assert fork_points(text + "# FORK POINT: again\n") == 2
     assert fork_points('"""Everything past the FORK POINT."""\n' + text) == 2
     assert fork_points("x = 1\n") == 0
-    (tmp_path / "commands" / "nano3" / "data").mkdir(parents=True)
-    (tmp_path / "kit").mkdir()
-    for name in ("commands/nano3/a.py", "commands/nano3/_b.py", "commands/nano3/__init__.py",
-                 "commands/nano3/data/prep.py", "kit/preflight.py"):
+    for d in ("commands/nano3/data", "commands/super3", "commands/other", "kit"):
+        (tmp_path / d).mkdir(parents=True)
+    for name in ("commands/nano3/_typer_group.py", "commands/nano3/a.py", "commands/nano3/_b.py",
+                 "commands/nano3/__init__.py", "commands/nano3/data/prep.py", "commands/super3/_typer_group.py",
+                 "commands/super3/pipe.py", "commands/other/x.py", "commands/jobs.py", "kit/preflight.py"):
         (tmp_path / name).write_text("")
     assert [str(p.relative_to(tmp_path)) for p in command_files(tmp_path)] == [
-        "commands/nano3/a.py", "commands/nano3/data/prep.py", "kit/preflight.py"]
+        "commands/nano3/a.py", "commands/nano3/data/prep.py", "commands/super3/pipe.py", "kit/preflight.py"]
