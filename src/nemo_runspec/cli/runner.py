@@ -122,7 +122,7 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
         if not attached:  # --batch: stdout is always the chain's one JSON line
             print(json.dumps(pipeline.chain_record(pipeline.PipeSubmission("", list(plans)))), flush=True)
         return 0
-    # FORK POINT: every stage goes to Slurm through nemo-run as one afterok chain,
+    # Submission: every stage goes to Slurm through nemo-run as one afterok chain,
     # or (--launcher sbatch) into one allocation that runs them in order.
     if one_allocation:
         from nemo_runspec.pipeline_sbatch import follow_allocation, submit_allocation
