@@ -24,29 +24,24 @@ EXEMPT: dict[str, str] = {
         "alias: one line making the reference's module path the same module object as "
         "artifacts/registry.py (test_public_paths.py checks it)"
     ),
-    "cli_context.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "cli/context.py (test_public_paths.py checks it)"
-    ),
-    "display.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "cli/display.py (test_public_paths.py checks it)"
-    ),
     "filesystem.py": (
         "alias: one line making the reference's module path the same module object as "
         "artifacts/filesystem.py (test_public_paths.py checks it)"
     ),
-    "help.py": (
-        "alias: one line making the reference's module path the same module object as cli/help.py "
-        "(test_public_paths.py checks it)"
+    "cli/context.py": (
+        "alias: the module object of cmdline/context.py under its old path (test_public_paths.py "
+        "checks it); the grammar's tests are cmdline/test_context.py"
     ),
-    "recipe_config.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "cli/recipe_config.py (test_public_paths.py checks it)"
+    "cli/recipe_config.py": (
+        "alias: the module object of cmdline/recipe_config.py under its old path (test_public_paths.py "
+        "checks it); its tests are cmdline/test_recipe_config.py"
     ),
-    "recipe_typer.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "cli/recipe_typer.py (test_public_paths.py checks it)"
+    "backends/dry_run.py": (
+        "the dry run of one job: every --dry-run CLI test (nemotron/cli/test_dry_run.py and the platform, "
+        "Ray and native-plan dry runs) and scripts/dry_run_snapshot.py's 112 cases"
+    ),
+    "execution/dry_run_display.py": (
+        "the job's dry-run view, printed by backends/dry_run.py: the same CLI dry-run tests read it"
     ),
     "eval_launcher.py": (
         "tested in test_evaluator.py; the evaluator modules are being split (issue 31, another "
@@ -108,7 +103,7 @@ def test_exemptions_only_shrink() -> None:
 def test_the_rule_finds_a_test_file_beside_its_module() -> None:
     # the naming rule on modules whose test files exist today (one plain, one with an aspect,
     # one with the leading underscore dropped)
-    assert _test_files_of("display.py") == [] and "display.py" in EXEMPT
+    assert _test_files_of("artifact_registry.py") == [] and "artifact_registry.py" in EXEMPT
     assert TESTS / "slurm" / "test_ledger.py" in _test_files_of("slurm/ledger.py")
     assert _test_files_of("_toml_lines.py") == [TESTS / "test_toml_lines.py"]
     # a test file of a longer module beside it is not the shorter one's

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nemo_runspec._lazy import alias_modules
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -37,6 +39,18 @@ __all__ = [
     "parse",
     "parse_text",
 ]
+
+#: the reference's flat module names (its package readme's module table) -> the module they are
+#: now, the same object (``nemo_runspec.help is nemo_runspec.cli.help``). A table, not a file per
+#: name: the library's own modules never import the CLI layer (tests/test_house_rules.py).
+_MOVED_MODULES = {
+    "nemo_runspec.cli_context": "nemo_runspec.cmdline.context",
+    "nemo_runspec.recipe_config": "nemo_runspec.cmdline.recipe_config",
+    "nemo_runspec.recipe_typer": "nemo_runspec.cli.recipe_typer",
+    "nemo_runspec.help": "nemo_runspec.cli.help",
+    "nemo_runspec.display": "nemo_runspec.cli.display",
+}
+alias_modules(_MOVED_MODULES)
 
 if TYPE_CHECKING:
     from nemo_runspec._models import Runspec, RunspecConfig, RunspecResources, RunspecRun

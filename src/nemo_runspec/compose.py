@@ -62,7 +62,7 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
     task_name = _unique_name(experiment, job_slug(name or job.name))
     if job.is_local:
         if job.dry_run:
-            from nemo_runspec.cli.display import show_dry_run
+            from nemo_runspec.backends.dry_run import show_dry_run
 
             show_dry_run(job)
             return None
@@ -121,7 +121,7 @@ def _add_slurm(job: CompiledJob, experiment: Any, task_name: str,
     base = _experiment_base(experiment)
     prepared = slurm.prepare_job(job, *packaging.build_packager(job), name=task_name, base_dir=base)
     if job.dry_run:
-        from nemo_runspec.cli.display import show_dry_run
+        from nemo_runspec.backends.dry_run import show_dry_run
 
         show_dry_run(job, prepared)
         return None

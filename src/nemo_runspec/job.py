@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from nemo_runspec._models import Runspec
     from nemo_runspec.artifacts.registry import ArtifactRegistry
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.env import EnvFile, EnvProfile
     from nemo_runspec.run import RunConfig
 
@@ -176,7 +176,7 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     """Compile the job a recipe command was asked to run (see the module docstring).
 
     ``cfg`` is a :class:`~nemo_runspec.run.RunConfig` (what Python callers build)
-    or the command's :class:`~nemo_runspec.cli.recipe_config.RecipeConfig`.
+    or the command's :class:`~nemo_runspec.cmdline.recipe_config.RecipeConfig`.
     Raises the one-line :class:`~nemo_runspec.errors.NemoRunspecError` of the
     first problem found: config, override, env.toml, profile, or (unless
     ``check_artifacts`` is false or this is a dry run) an ``${art:...}`` that
@@ -187,7 +187,7 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     # Imported here: recipe command modules import this one for `--help`.
     from omegaconf import OmegaConf
 
-    from nemo_runspec.cli.recipe_config import as_recipe_config
+    from nemo_runspec.cmdline.recipe_config import as_recipe_config
     from nemo_runspec.config import build_job_config, parse_config
     from nemo_runspec.env import load_env_profile, read_sections
     from nemo_runspec.env.discovery import not_found_error

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nemo_runspec.errors import CLIUsageError
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.cmdline.context import GlobalContext
 
 _EXPERIMENT_CLS: Any = None
 
@@ -106,7 +106,7 @@ class RunConfig:
         ``--force-squash``) wherever they are, then overrides and script arguments,
         exactly as the CLI splits them. A string is split like a shell would.
         """
-        from nemo_runspec.cli.context import split_global_args, split_unknown_args
+        from nemo_runspec.cmdline.context import split_global_args, split_unknown_args
 
         words = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
         gctx, rest = split_global_args(words)
@@ -116,7 +116,7 @@ class RunConfig:
     @classmethod
     def from_context(cls, gctx: GlobalContext, *, overrides: Iterable[str] | None = None,
                      passthrough: Iterable[str] | None = None) -> RunConfig:
-        """The RunConfig of a CLI :class:`~nemo_runspec.cli.context.GlobalContext`
+        """The RunConfig of a CLI :class:`~nemo_runspec.cmdline.context.GlobalContext`
         (its overrides and script arguments unless given)."""
         return cls(
             profile=gctx.profile,
@@ -131,12 +131,12 @@ class RunConfig:
         )
 
     def context(self, argv: Iterable[str] | None = None) -> GlobalContext:
-        """The :class:`~nemo_runspec.cli.context.GlobalContext` the config loader reads.
+        """The :class:`~nemo_runspec.cmdline.context.GlobalContext` the config loader reads.
 
         ``argv`` is what the job records as its command line (``run.cli.argv``);
         by default the equivalent command line of this RunConfig (:meth:`to_args`).
         """
-        from nemo_runspec.cli.context import GlobalContext
+        from nemo_runspec.cmdline.context import GlobalContext
 
         return GlobalContext(
             config=self.config,

@@ -19,8 +19,8 @@ DOCUMENTED_MODULES = [
 ]
 
 MOVED = {
-    "nemo_runspec.cli_context": "nemo_runspec.cli.context",
-    "nemo_runspec.recipe_config": "nemo_runspec.cli.recipe_config",
+    "nemo_runspec.cli_context": "nemo_runspec.cmdline.context",
+    "nemo_runspec.recipe_config": "nemo_runspec.cmdline.recipe_config",
     "nemo_runspec.recipe_typer": "nemo_runspec.cli.recipe_typer",
     "nemo_runspec.help": "nemo_runspec.cli.help",
     "nemo_runspec.display": "nemo_runspec.cli.display",

@@ -34,6 +34,5 @@ def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: 
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """
     job = compile_job(spec, run, check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
-    if experiment is not None:  # a caller composes: add the task, it runs the experiment
-        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    return launch(job)  # the backend the profile names (nemo_runspec.cli.runner)
+    # composed into the caller's experiment, else the backend the profile names (nemo_runspec.cli.runner)
+    return launch(job, experiment=experiment, dependencies=dependencies)

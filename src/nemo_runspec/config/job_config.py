@@ -315,7 +315,7 @@ def build_job_config(
     cli{argv, config, overrides, passthrough}, provenance``, and ``wandb`` (env.toml's
     ``[wandb]``, passed as ``wandb_section``) when the config refers to
     ``${run.wandb...}``. ``ctx`` is the
-    :class:`~nemo_runspec.cli.context.GlobalContext` whose overrides were
+    :class:`~nemo_runspec.cmdline.context.GlobalContext` whose overrides were
     already applied to ``train_config`` by ``parse_config``. ``mode`` and
     ``dry_run`` are the command line's, changed by ``detach``/``dry_run`` in the
     run environment (:func:`effective_mode`). The reference system's forms

@@ -336,7 +336,7 @@ def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: s
                  empty_without_dir: bool = False) -> DictConfig:
     """Load the recipe config selected on the command line and apply its overrides.
 
-    ``ctx`` is a :class:`~nemo_runspec.cli.context.GlobalContext` (anything with
+    ``ctx`` is a :class:`~nemo_runspec.cmdline.context.GlobalContext` (anything with
     ``.config`` and ``.overrides``). The config is ``ctx.config`` if set, else
     ``default_config``; see the module docstring for names, paths and
     ``defaults:``. Interpolations are kept unresolved. With ``empty_without_dir``

@@ -253,7 +253,7 @@ def load_env_profile(
 def parse_env(ctx: Any) -> EnvProfile | None:
     """The profile selected on the command line, or None in local mode.
 
-    ``ctx`` is a :class:`~nemo_runspec.cli.context.GlobalContext` (anything with
+    ``ctx`` is a :class:`~nemo_runspec.cmdline.context.GlobalContext` (anything with
     ``.profile`` and ``.env_file``). A profile without any env.toml to read is an
     error saying where we looked and how to create one.
     """

@@ -211,7 +211,7 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
 def show(job: CompiledJob, prepared: BackendJob, *, extra: Callable[[Console], object] | None = None) -> int:
     """The dry run: the job, the executor's fields (secrets redacted) and the job script, then
     what ``extra`` prints (the command's own block); returns 0."""
-    from nemo_runspec.cli.display import show_rendered
+    from nemo_runspec.execution.dry_run_display import show_rendered
 
     scripts, warnings = dry_run_parts(prepared)
     show_rendered(job, scripts=scripts, warnings=warnings, extra=extra)

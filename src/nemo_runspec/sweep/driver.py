@@ -24,7 +24,7 @@ from nemo_runspec.errors import CLIUsageError, ConfigError
 from nemo_runspec.sweep.invoke import Points
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
 
 
 def config_names(spec: Any) -> list[str]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from nemo_runspec.config.sweep import SweepPlan
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.sweep.invoke import Points
 
 

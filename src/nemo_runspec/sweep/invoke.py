@@ -14,7 +14,7 @@ from nemo_runspec.config.sweep import Point, SweepPlan
 from nemo_runspec.errors import ExecutionError
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.sweep.collect import Taken
 
 

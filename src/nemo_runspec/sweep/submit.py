@@ -18,7 +18,7 @@ from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.sweep.points import PointJob, derive, shape_of
 
 if TYPE_CHECKING:
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.sweep.array import ArrayJob
     from nemo_runspec.sweep.collect import Taken
     from nemo_runspec.sweep.invoke import Points

@@ -19,7 +19,6 @@ shard is done, from what the output dir's manifest lists
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -29,42 +28,8 @@ from typing import Any
 
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError
 
-from .report import write_json
+from .shard_markers import DONE_DIR, ShardFn, load_done, marker_path, run_shard  # noqa: F401 - runner's names too
 from .sharding import Shard
-
-ShardFn = Callable[[Shard, dict, str], dict]
-DONE_DIR = ".done"
-
-
-def marker_path(out_dir: str | Path, shard: Shard) -> Path:
-    """Where the done-marker of ``shard`` lives."""
-    return Path(out_dir) / DONE_DIR / f"{shard.name}.json"
-
-
-def load_done(out_dir: str | Path, shard: Shard, fingerprint: str) -> dict | None:
-    """The stored result of a finished shard whose fingerprint matches and outputs exist, else None."""
-    path = marker_path(out_dir, shard)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if data.get("fingerprint") != fingerprint:
-        return None
-    result = data.get("result") or {}
-    if not all((Path(out_dir) / o).exists() for o in result.get("outputs", [])):
-        return None
-    return result
-
-
-def run_shard(fn: ShardFn, shard: Shard, params: dict, out_dir: str, fingerprint: str) -> dict:
-    """Run ``fn`` on one shard and write its done-marker (this is what each Ray task executes)."""
-    t0 = time.perf_counter()
-    result = fn(shard, params, out_dir)
-    result["seconds"] = round(time.perf_counter() - t0, 3)
-    marker = marker_path(out_dir, shard)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    write_json(marker, {"fingerprint": fingerprint, "shard": shard.index, "result": result})
-    return result
 
 
 def init_ray(workers: int | None) -> bool:

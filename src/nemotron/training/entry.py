@@ -23,6 +23,7 @@ from typing import Any
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError, raised_inside
 from nemo_runspec.ranks import global_rank
 
+from .reference_layout import REFERENCE_SFT_KEYS, reference_sft_layout  # noqa: F401 - entry's names too
 from .resilience import (
     EXIT_REQUEUE,  # a stopped, checkpointed run to be requeued (docs/resilience.md)
 )
@@ -180,43 +181,6 @@ def data_key(cfg: Any, kind: str) -> str:
             and (raw.get("recipe") or {}).get("per_split_data_args_path"):
         return "recipe.per_split_data_args_path"
     return key
-
-
-#: the reference's SFT ``dataset:`` keys and ours (``dataset.nano3_packed_sft_dir`` is its
-#: other name for the data-prep output dir); ``_target_`` keys name the classes we build anyway
-REFERENCE_SFT_KEYS = {
-    "dataset_root": "data_path", "nano3_packed_sft_dir": "data_path", "seq_length": "seq_length",
-    "packed_sequence_specs": "packed_sequence_specs",
-}
-
-
-def reference_sft_layout(cfg: Any, kind: str) -> Any:
-    """An SFT config written the reference's way (``dataset.dataset_root`` or
-    ``dataset.nano3_packed_sft_dir``, ``dataset.seq_length``, ``dataset.packed_sequence_specs``)
-    read as ours (``data.data_path``, ...), interpolations kept; keys of ours win. Other
-    configs are returned as they are. See docs/migrating-from-reference.md."""
-    from omegaconf import OmegaConf
-
-    if kind != "sft":
-        return cfg
-    raw = OmegaConf.to_container(cfg, resolve=False)
-    dataset = raw.get("dataset")
-    if not isinstance(dataset, dict) or not any(k in dataset for k in REFERENCE_SFT_KEYS):
-        return cfg
-    data = dict(raw.get("data") or {})
-    for theirs, ours in REFERENCE_SFT_KEYS.items():
-        if theirs in dataset:
-            value = dataset.pop(theirs)
-            if isinstance(value, dict):
-                value = {k: v for k, v in value.items() if k != "_target_"}
-            data.setdefault(ours, value)
-    dataset.pop("_target_", None)
-    raw["data"] = data
-    if dataset:
-        raw["dataset"] = dataset  # what is left is named by warn_unused_keys
-    else:
-        raw.pop("dataset")
-    return OmegaConf.create(raw)
 
 
 def warn_unused_keys(cfg: Any, kind: str, config_path: str, *, recipe_line: Any = None) -> None:

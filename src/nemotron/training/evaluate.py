@@ -423,3 +423,16 @@ def show_plan(ev: Any, *, console: Any = None) -> int:
     out.print(Text("note: ${art:...} references are resolved when the job starts (see Artifacts above); "
                    "no container is started", style="dim"), soft_wrap=True)
     return 0
+
+
+def prepare_eval(job: Any) -> Any:
+    """The evaluation job of ``job`` made ready, the same for ``nano3 eval`` and the chain's
+    eval stage: task selection, env.toml ``[wandb]`` into the evaluator config (and the W&B
+    key through the secrets path); its dry run followed by :func:`show_plan`; the evaluator
+    images' ``.sqsh`` imports submitted before it (a :class:`nemo_runspec.step.Preparation`)."""
+    from nemo_runspec import evaluator
+    from nemo_runspec.step import Preparation
+
+    ev = evaluator.prepare_eval_job(job)
+    return Preparation(ev.job, show=lambda console: show_plan(ev, console=console),
+                       before_submit=lambda: evaluator.submit_image_squashes(ev))

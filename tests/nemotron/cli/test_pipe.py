@@ -161,7 +161,7 @@ def test_eval_stage_submission_waits_for_its_image_imports(sandbox, monkeypatch)
     from nemo_runspec.slurm import submission
     from nemo_runspec.slurm.prepared import SubmittedJob
     from nemo_runspec.slurm.remote import Remote
-    from nemotron.cli.commands.nano3.pipe import STEPS
+    from nemotron.chains.nano3 import STEPS
 
     _with_wandb_and_squash(sandbox)
     for key, value in sandbox["env"].items():

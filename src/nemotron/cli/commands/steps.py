@@ -17,7 +17,7 @@ app = RecipeTyper(name="steps", help="The registered pipeline steps: list them, 
 
 
 def _registry() -> dict[str, object]:
-    from nemotron.cli.commands.nano3.pipe import PIPELINES
+    from nemotron.chains.nano3 import PIPELINES
 
     return {f"{pipe}/{step.name}": step for pipe, steps in PIPELINES.items() for step in steps}
 
@@ -81,7 +81,7 @@ def run(ctx: typer.Context, name: str = typer.Argument(..., metavar="PIPELINE/ST
     import dataclasses
 
     from nemo_runspec.cli.recipe_config import parse_recipe_config
-    from nemotron.cli.commands.nano3.pipe import run_steps
+    from nemo_runspec.cli.runner import run_steps
 
     step = _step(name)
     recipe = parse_recipe_config(ctx)

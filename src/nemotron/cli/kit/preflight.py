@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.cli.runner import launch
@@ -46,14 +45,9 @@ def preflight(ctx: typer.Context) -> int:
 
 
 def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None) -> int | str | None:
-    """Compile the preflight check of ``run``, then run it here, show it or submit it; returns the exit code.
-
-    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
-    task id; the caller runs the experiment (None for a dry run, which only shows it).
-    """
+    """Compile the preflight check of ``run``, then run it here, show it or submit it (the exit
+    code), or add its task to ``experiment`` (the task id; :func:`nemo_runspec.cli.runner.launch`)."""
     job = compile_job(SPEC, run)  # config + overrides + profile, with provenance
-    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment)
     # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
     # takes the job from here; replace this line to launch it elsewhere (docs/dev/architecture.md).
-    return launch(job)
+    return launch(job, experiment=experiment)

@@ -1,11 +1,5 @@
-"""`nemotron nano3 eval` (also `nemotron nano3 model eval`): the forkable evaluation command.
-
-It reads like pretrain.py, with one more step: the compiled job is made an
-evaluation job (``nemo_runspec.evaluator.prepare_eval_job``: ``--task`` flags,
-env.toml ``[wandb]`` into the evaluator config, the container images and their
-squash plans). Everything past the FORK POINT is what to replace to launch
-elsewhere.
-"""
+"""`nemotron nano3 eval` (also `nemotron nano3 model eval`): the forkable evaluation command, like
+pretrain.py with one more step, :func:`nemotron.training.evaluate.prepare_eval` (tasks, W&B, images)."""
 
 from __future__ import annotations
 
@@ -13,7 +7,7 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose, evaluator
+from nemo_runspec import compose
 from nemo_runspec import parse as parse_runspec
 from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.cli.runner import launch
@@ -21,6 +15,7 @@ from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
+from nemotron.training.evaluate import prepare_eval
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/eval/eval.py")
 
@@ -51,28 +46,13 @@ def eval(ctx: typer.Context) -> int:
 
 def evaluate_job(cfg: RunConfig | RecipeConfig, *, experiment: Any = None,
                  dependencies: list[str] | None = None) -> int | str | None:
-    """Compile, then run here, show, or submit one evaluation (also `nemotron evaluate`).
-
-    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
-    task id; the caller runs the experiment (None for a dry run, which only shows it).
-    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
-    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
-    The evaluator images' ``.sqsh`` imports are then not submitted.
-    """
+    """Compile, then run here, show, submit (also `nemotron evaluate`) or compose one evaluation
+    (:func:`nemo_runspec.cli.runner.launch`; composed, the images' imports are not submitted)."""
     job = compile_job(SPEC, cfg, check=typed_config("eval"),
                       check_artifacts=not compose.composing(experiment, dependencies))
-    ev = evaluator.prepare_eval_job(job)  # + tasks, W&B, images
-    job = ev.job
-    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
-    from nemotron.training.evaluate import show_plan
-
-    # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
-    # takes the job from here, after the evaluator images' .sqsh imports where it can wait for
-    # them (Slurm with squash_dir); replace this line to launch it elsewhere (docs/dev/architecture.md).
-    return launch(job, extra=lambda console: show_plan(ev, console=console),
-                  before_submit=lambda: evaluator.submit_image_squashes(ev))
+    # FORK POINT: the backend the profile names takes the job from here, after the images' .sqsh
+    # imports where it can wait for them; replace this line to launch it elsewhere (docs/dev/architecture.md).
+    return launch(prepare_eval(job), experiment=experiment, dependencies=dependencies)
 
 
-#: The name every recipe command module gives its execute function.
-execute = evaluate_job
+execute = evaluate_job  # the name every recipe command module gives its execute function

@@ -19,7 +19,7 @@ from nemo_runspec.job import compile_job
 from nemo_runspec.run import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
-from nemotron.training.native_plan import show_plan
+from nemotron.training.native_plan import prepare_native
 
 SPEC = parse_runspec(RECIPES_DIR / "nano3/stage2_rl/train.py")
 
@@ -44,17 +44,11 @@ def rl(ctx: typer.Context) -> int:
 
 def execute(run: RunConfig | RecipeConfig, *, experiment: Any = None,
             dependencies: list[str] | None = None) -> int | str | None:
-    """Compile the RL job of ``run``, then run it here, show it or submit it; returns the exit code.
-
-    ``experiment`` (a ``nemo_run.Experiment``): add its task there instead and return the
-    task id; the caller runs the experiment (None for a dry run, which only shows it).
-    ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
-    ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
-    """
+    """Compile the RL job of ``run``, then run it here, show it or submit it (the exit code), or add
+    its task to ``experiment`` (the task id; :func:`nemo_runspec.cli.runner.launch`). Composed,
+    its ``${art:...}`` are checked when the task starts (an earlier task may publish them)."""
     job = compile_job(SPEC, run, check=typed_config("rl"),
                       check_artifacts=not compose.composing(experiment, dependencies))  # config + overrides + profile, with provenance
-    if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     # FORK POINT: the backend the profile names (this machine, Slurm through nemo-run, Docker, ...)
     # takes the job from here; replace this line to launch it elsewhere (docs/dev/architecture.md).
-    return launch(job, extra=lambda console: show_plan(job, console))
+    return launch(prepare_native(job), experiment=experiment, dependencies=dependencies)

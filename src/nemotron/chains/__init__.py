@@ -1,0 +1,1 @@
+"""The pipelines (chains of recipe stages) each recipe family defines: ``chains.nano3``."""
