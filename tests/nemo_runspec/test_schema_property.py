@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema  # installed with ray, a core dependency
 import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from nemo_runspec import Runspec, RunspecError, parse_text
 from nemo_runspec._schema import runspec_json_schema
+from nemo_runspec.dollar import ENV_VALUE_PATTERN
 
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -152,6 +155,8 @@ def _render(table: dict, *, before: list[str] = (), extra: dict | None = None) -
 @SETTINGS
 @given(runspec_tables(), st.sampled_from(["\n", "\r\n"]), st.booleans())
 def test_round_trip(table, newline, bom):
+    # env values the one rule for $ refuses are the agreement test's (below), not this one's
+    assume(all(re.search(ENV_VALUE_PATTERN, v) for v in table.get("env", {}).values()))
     text = _render(table, extra={"dependencies": ["numpy"], "requires-python": ">=3.10"})
     text = ("\ufeff" if bom else "") + text.replace("\n", newline)
     spec = parse_text(text, path="/abs/recipe/train.py")
