@@ -188,13 +188,41 @@ def spawn(cmd: Sequence[str] | str, **popen_kwargs: Any) -> subprocess.Popen[Any
     """``subprocess.Popen(cmd, **popen_kwargs)`` in a session of its own, tied to this
     process's life (see the module docstring). Call :func:`release` with its pid once
     it (and its group) is done."""
+    import signal
+
     setter = _pdeathsig_setter()
-    if setter is not None:
-        popen_kwargs.setdefault("preexec_fn", setter)
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    # A Ctrl-C to the whole process group can reach the child between fork and its new
+    # session; with a preexec_fn, Python code runs there and our handlers (signals.install)
+    # would raise in the child ("Exception ignored in _after_fork" on the user's terminal).
+    # The stop signals are held back across the fork; the child takes them again, with the
+    # kernel's default action, just before it runs the command.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, stops) if setter is not None else None
+    if setter is not None and "preexec_fn" not in popen_kwargs:
+        popen_kwargs["preexec_fn"] = _in_child(setter, stops, held)
     popen_kwargs["start_new_session"] = True
-    child = subprocess.Popen(cmd, **popen_kwargs)
-    watch(child.pid)
+    try:
+        child = subprocess.Popen(cmd, **popen_kwargs)
+        watch(child.pid)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return child
+
+
+def _in_child(setter: Callable[[], None], stops: tuple[int, ...], mask: Any) -> Callable[[], None]:
+    """The child's set-up between fork and exec: the parent-death signal, then the stop
+    signals back to what exec would give them (default unless ignored) and unblocked."""
+    import signal
+
+    def run() -> None:
+        setter()
+        for sig in stops:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    return run
 
 
 def stop_group(pgid: int, *, grace: float = GRACE) -> None:

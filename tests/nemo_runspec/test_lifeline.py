@@ -107,3 +107,37 @@ def test_descendants_lists_the_whole_tree(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+STORM = '''
+import os, signal, sys, threading, time
+from nemo_runspec import lifeline, signals
+signals.install()
+stop = False
+def fire():  # Ctrl-C at the terminal, again and again: SIGINT to the whole process group
+    while not stop:
+        os.killpg(os.getpgid(0), signal.SIGINT)
+        time.sleep(0.001)
+spawned, deadline, firing = 0, time.monotonic() + float(sys.argv[1]), None
+while time.monotonic() < deadline:
+    try:
+        if firing is None:
+            firing = threading.Thread(target=fire, daemon=True)
+            firing.start()
+        child = lifeline.spawn(["true"])
+        lifeline.release(child.pid)
+        child.wait()
+        spawned += 1
+    except KeyboardInterrupt:
+        pass
+stop = True
+'''
+
+
+def test_a_ctrl_c_between_fork_and_exec_raises_nothing_in_the_child():
+    """A Ctrl-C to the process group can reach a child between fork and its own session; the
+    child must not run our KeyboardInterrupt handler there (it printed 'Exception ignored in
+    _after_fork' with a traceback on the user's terminal, seen in the queue-wait e2e test)."""
+    proc = subprocess.run([sys.executable, "-c", STORM, "3"], capture_output=True, text=True, timeout=60,
+                          start_new_session=True)
+    assert "_after_fork" not in proc.stderr and "in run\n" not in proc.stderr, proc.stderr[-3000:]
