@@ -26,7 +26,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
 #: seconds the watcher gives a group between SIGTERM and SIGKILL
@@ -210,7 +210,7 @@ def spawn(cmd: Sequence[str] | str, **popen_kwargs: Any) -> subprocess.Popen[Any
     return child
 
 
-def _in_child(setter: Callable[[], None], stops: tuple[int, ...], mask: Any) -> Callable[[], None]:
+def _in_child(setter: Callable[[], None], stops: tuple[int, ...], mask: Iterable[int]) -> Callable[[], None]:
     """The child's set-up between fork and exec: the parent-death signal, then the stop
     signals back to what exec would give them (default unless ignored) and unblocked."""
     import signal
