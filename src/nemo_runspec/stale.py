@@ -14,20 +14,9 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from nemo_runspec.procs import pid_alive  # noqa: F401 - also imported from here (data prep's output lock)
+
 _PID = re.compile(r"(?:^|[.-])(\d+)(?:\.tmp$|-|$)")
-
-
-def pid_alive(pid: int) -> bool:
-    """True while a process with ``pid`` exists (ours or another user's)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def writer_pid(name: str) -> int | None:
