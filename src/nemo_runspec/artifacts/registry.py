@@ -170,8 +170,16 @@ def _job_records(src: str | None) -> dict[str, Any]:
 
 def _refuse_orphan(name: str) -> None:
     """A local run publishes only while the ``nemotron`` command that started it runs
-    (``$NEMOTRON_LAUNCHER``, set by :func:`nemo_runspec.execution.local.execute_local`):
-    a process left behind by a command that was killed never publishes."""
+    (``$NEMOTRON_LAUNCHER``, set by :func:`nemo_runspec.execution.local.execute_local`)
+    and has not begun to stop it (``$NEMOTRON_LAUNCH_LEASE``, a file removed the moment
+    the job ends or is interrupted): a process left behind by a command that was killed
+    or interrupted never publishes."""
+    lease = os.environ.get("NEMOTRON_LAUNCH_LEASE")
+    if lease and not os.path.exists(lease):
+        raise ArtifactPublishError(
+            f"not publishing {name}: the nemotron command that started this run has stopped it "
+            f"(its lease {lease} is gone), so this process was left behind",
+            key=name, hint="run the command again; nothing of this run was published")
     launcher = os.environ.get("NEMOTRON_LAUNCHER")
     if not launcher:
         return

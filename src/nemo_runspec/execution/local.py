@@ -124,6 +124,12 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     # what the job publishes must come from a run whose command still waits for it
     # (nemo_runspec.artifacts.registry refuses to publish for a launcher that is gone)
     env[LAUNCHER_ENV] = f"{this_host()}@{identity()}"
+    # ... and whose command has not begun to stop it: the lease goes the moment the job
+    # ends or an interrupt comes, before any signal, so a process that left the job's
+    # group cannot publish while we are still stopping the rest
+    lease = final / LEASE_FILE
+    lease.touch()
+    env[LEASE_ENV] = str(lease)
     print(f"job dir: {final}", file=sys.stderr)
     for cmd in run_env.get("startup_commands") or []:
         code = _run_tied(["bash", "-c", str(cmd)], cwd=final, env=env)
@@ -139,7 +145,7 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
                             launch=launch, nproc=nproc)
     env.setdefault("PYTHONUNBUFFERED", "1")  # its output reaches us through a pipe: as it comes
     output = OutputCopy()
-    code = run_child(cmd, cwd=final, env=env, output=output)
+    code = run_child(cmd, cwd=final, env=env, output=output, lease=lease)
     say_ending(final, code, output.lines, recipe=getattr(runspec, "name", None))
     return code
 
@@ -188,6 +194,9 @@ def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthroug
 
 #: ``<host>@<pid>:<start time>`` of the ``nemotron`` process a local job runs under (:mod:`nemo_runspec.procs`)
 LAUNCHER_ENV = "NEMOTRON_LAUNCHER"
+#: path of a file that exists while the ``nemotron`` command still waits for the job's results
+LEASE_ENV = "NEMOTRON_LAUNCH_LEASE"
+LEASE_FILE = ".launch-lease"
 
 
 def _run_tied(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> int:
@@ -212,7 +221,8 @@ INTERRUPT_GRACE = 20.0
 
 
 def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str],
-              grace: float = INTERRUPT_GRACE, output: OutputCopy | None = None) -> int:
+              grace: float = INTERRUPT_GRACE, output: OutputCopy | None = None,
+              lease: Path | None = None) -> int:
     """Run ``cmd`` in its own process group and return its exit code, stopping
     everything it started when it ends or is interrupted. With ``output`` the child's
     stdout and stderr go through it (printed as they come, their end kept).
@@ -225,7 +235,8 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
 
     The child cannot outlive this process (:mod:`nemo_runspec.lifeline`): if the
     ``nemotron`` process dies, SIGKILL included, the child and its group are
-    stopped, so no orphan goes on to publish.
+    stopped, so no orphan goes on to publish. ``lease`` (a file) is removed the
+    moment the child ends or an interrupt comes, before any signal is sent.
     """
     import signal
     import subprocess
@@ -252,6 +263,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                 from nemo_runspec.signals import exit_code
 
                 interrupted = exit_code(exc)  # 130 for Ctrl-C, 128 + N for SIGTERM/SIGHUP
+                _end_lease(lease)
                 print(f"interrupted: stopping the job (up to {grace:.0f}s; Ctrl-C again to kill it)",
                       file=sys.stderr)
                 _signal_group(child.pid, signal.SIGINT)
@@ -266,6 +278,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                     except subprocess.TimeoutExpired:
                         _signal_group(child.pid, signal.SIGKILL)
     finally:
+        _end_lease(lease)
         _stop_group(child.pid)
         lifeline.release(child.pid)
         if output is not None:
@@ -273,6 +286,11 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
             # pipes keeps this one alive (its publish is refused once we are gone)
             output.wait(0.1 if interrupted else DRAIN_SECONDS)
     return interrupted or code
+
+
+def _end_lease(lease: Path | None) -> None:
+    if lease is not None:
+        lease.unlink(missing_ok=True)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -35,7 +35,7 @@ def withheld_names(environ: Mapping[str, str], secret_values: Iterable[str] = ()
 
 
 #: variables that describe this machine's own run, never a job's
-LOCAL_ONLY = ("NEMOTRON_LAUNCHER",)
+LOCAL_ONLY = ("NEMOTRON_LAUNCHER", "NEMOTRON_LAUNCH_LEASE")
 
 
 @contextmanager

@@ -253,3 +253,16 @@ def test_invalid_alias_registers_nothing(reg, payload, alias):
     with pytest.raises(ArtifactPublishError, match="invalid alias"):
         reg.publish("ds", payload, aliases=("latest", alias))
     assert reg.list() == []
+
+
+def test_a_run_whose_lease_is_gone_publishes_nothing(reg, payload, tmp_path, monkeypatch):
+    """The lease a local run's command holds (a real file): while it exists the run
+    publishes; once the command has begun to stop the run, a publish is refused."""
+    lease = tmp_path / ".launch-lease"
+    lease.touch()
+    monkeypatch.setenv("NEMOTRON_LAUNCH_LEASE", str(lease))
+    assert reg.publish("leased", str(payload)).version == 1
+    lease.unlink()
+    with pytest.raises(ArtifactPublishError, match="has stopped it"):
+        reg.publish("leased", str(payload))
+    assert [v.version for v in reg.versions("leased")] == [1]

@@ -5,8 +5,9 @@ local work starts: a worker pool (forked, as the data prep's is), a grandchild i
 the same process group, and one that leaves the group (``setsid``, as a daemon
 would). Then the CLI is stopped: SIGTERM, SIGHUP, or SIGKILL, which it cannot
 catch. Checked: every process of the run is gone within seconds, and the one that
-escaped the group cannot publish its artifact afterwards (the registry refuses a
-run whose command has ended); the registry holds no version.
+escaped the group cannot publish its artifact afterwards, not even while the CLI
+is still stopping the rest (the registry refuses a run whose command has ended or
+has begun to stop it); the registry holds no version.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ RECIPE = textwrap.dedent('''\
             "while os.getppid() != 1 and os.path.exists(f'/proc/{os.getppid()}') and time.time() < 1e12:\\n"
             "    time.sleep(0.05)\\n"
             "    if os.getppid() != int(sys.argv[1]): break\\n"
-            "time.sleep(1)\\n"
             "from nemo_runspec.artifacts.registry import ArtifactRegistry\\n"
             "from pathlib import Path\\n"
             "out = Path(sys.argv[2])\\n"
@@ -125,8 +125,9 @@ def test_stopping_the_cli_stops_every_process_of_the_run_and_nothing_is_publishe
     while _alive(pids["escaped"]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not (run_dir["out"] / "published").exists()
-    if (run_dir["out"] / "refused").exists():
-        assert "has ended, so this process was left behind" in (run_dir["out"] / "refused").read_text()
+    # it tried at once, while the CLI may still be stopping the rest: refused all the same
+    refused = (run_dir["out"] / "refused").read_text()
+    assert "so this process was left behind" in refused, refused
     assert ArtifactRegistry(run_dir["env"]["NEMOTRON_ARTIFACTS_ROOT"]).list() == []
 
 
