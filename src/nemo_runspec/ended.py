@@ -95,13 +95,19 @@ def derive(state: str, exit_code: int | None, lines: Sequence[str], *, recipe: s
 
 
 def of_output(label: str, exit_code: int, lines: Sequence[str], *, recipe: str | None = None,
-              log_path: str | None = None, interrupted: bool = False) -> Ending:
+              log_path: str | None = None, interrupted: bool = False, errors: Sequence[str] = ()) -> Ending:
     """The :class:`Ending` of a run the CLI started here (a local run, a Docker container)
     from the ``lines`` it printed: its outcome line, else :func:`derive`'s. ``label`` names
     it in the state line; the state is ``COMPLETED`` for exit code 0, ``INTERRUPTED``
-    after a Ctrl-C, else ``FAILED``."""
+    after a Ctrl-C, else ``FAILED``. ``errors``, its stderr alone where it was read apart,
+    is where a failure's last error is looked for first: ``lines`` interleaves two pipes
+    as they were read, which can put a line of stdout inside a traceback."""
     state = "COMPLETED" if exit_code == 0 else "INTERRUPTED" if interrupted else "FAILED"
-    said = pick(find_all(lines)) or derive(state, exit_code, lines, recipe=recipe)
+    if state != "COMPLETED" and last_error(errors) is not None:
+        lines_for_error: Sequence[str] = errors
+    else:
+        lines_for_error = lines
+    said = pick(find_all(lines)) or derive(state, exit_code, lines_for_error, recipe=recipe)
     return Ending(job_id=label, state=state, exit_code=exit_code, outcome=said, log_path=log_path)
 
 

@@ -146,17 +146,19 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     env.setdefault("PYTHONUNBUFFERED", "1")  # its output reaches us through a pipe: as it comes
     output = OutputCopy()
     code = run_child(cmd, cwd=final, env=env, output=output, lease=lease)
-    say_ending(final, code, output.lines, recipe=getattr(runspec, "name", None))
+    say_ending(final, code, output.lines, recipe=getattr(runspec, "name", None), errors=output.stderr_lines)
     return code
 
 
-def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | None = None) -> None:
+def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | None = None,
+               errors: Sequence[str] = ()) -> None:
     """After a run here, on stderr: how it ended (:mod:`nemo_runspec.ended`), the job's
     outcome line first, then ``job NAME: STATE (exit code N)``, then the job dir. Its output
-    was just printed above, so no tail of it."""
+    was just printed above, so no tail of it. ``errors``: its stderr alone, where its last
+    error is looked for first."""
     from nemo_runspec.ended import of_output, summary_lines
 
-    ending = of_output(job_dir.name, code, lines, recipe=recipe, interrupted=code == 130)
+    ending = of_output(job_dir.name, code, lines, recipe=recipe, interrupted=code == 130, errors=errors)
     for line in (*summary_lines(ending), f"  job dir: {job_dir}"):
         print(line, file=sys.stderr, flush=True)
 

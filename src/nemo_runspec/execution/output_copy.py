@@ -8,7 +8,8 @@ newline shows as the job wrote it), each stream to its own. Of each stream about
 the last :data:`KEEP_BYTES` of lines are kept, so a flood on one cannot push the
 other's last lines out; :attr:`OutputCopy.lines` gives both in the order they were
 read (two pipes read by two threads: between the streams that order is close to,
-not always exactly, the order the job wrote them in).
+not always exactly, the order the job wrote them in), :attr:`OutputCopy.stderr_lines`
+stderr's alone, exactly in order.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class OutputCopy:
         self._kept: dict[int, deque[tuple[int, str]]] = {}
         self._sizes: dict[int, int] = {}
         self._threads: list[threading.Thread] = []
+        self._stderr_fd: int | None = None
 
     @staticmethod
     def popen_kwargs() -> dict[str, Any]:
@@ -48,6 +50,8 @@ class OutputCopy:
 
     def start(self, child: subprocess.Popen[bytes]) -> None:
         """Copy ``child``'s stdout to ours and its stderr to ours, each in a thread."""
+        if child.stderr is not None:
+            self._stderr_fd = child.stderr.fileno()
         for pipe, target in ((child.stdout, sys.stdout), (child.stderr, sys.stderr)):
             if pipe is None:
                 continue
@@ -68,6 +72,13 @@ class OutputCopy:
         with self._lock:
             kept = sorted(item for stream in self._kept.values() for item in stream)
         return [line for _, line in kept]
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        """The last lines of the child's stderr alone, in order (a traceback is whole here:
+        between two pipes, a line of stdout may be read in the middle of one)."""
+        with self._lock:
+            return [line for _, line in self._kept.get(self._stderr_fd, ())] if self._stderr_fd is not None else []
 
     def _copy(self, pipe: IO[bytes], target: TextIO) -> None:
         out = getattr(target, "buffer", None)

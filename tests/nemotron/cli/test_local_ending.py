@@ -61,6 +61,26 @@ def test_a_users_exception_is_the_last_word_of_a_local_run(tmp_path):
         f"  job dir: {job_dir}"]
 
 
+INTERLEAVED = BOOM.replace('rows = {"lr": 0.1}\nprint(rows["learning_rate"])', """import sys, time
+sys.stderr.write("Traceback (most recent call last):\\n  File \\"train.py\\", line 9, in <module>\\n")
+sys.stderr.flush()
+time.sleep(0.5)
+print("step 2 of my training", flush=True)  # read between the traceback's lines
+time.sleep(0.5)
+sys.stderr.write("KeyError: 'learning_rate'\\n")
+sys.exit(1)""")
+
+
+def test_a_line_of_stdout_read_inside_a_traceback_does_not_hide_the_exception(tmp_path):
+    """Two pipes, two readers: a line the job printed on stdout can be read between the
+    lines of its traceback on stderr (seen under load in CI). The exception is still the
+    summary's first line."""
+    (tmp_path / "boom.py").write_text(INTERLEAVED)
+    proc = _run(tmp_path, "run", str(tmp_path / "boom.py"))
+    assert proc.returncode == 1, proc.stderr
+    assert "step 2 of my training" in proc.stdout
+    assert _ending(proc.stderr)[0] == "KeyError: 'learning_rate'"
+
 def test_a_users_script_that_succeeds_is_summed_up_by_its_last_line(tmp_path):
     (tmp_path / "fine.py").write_text(FINE)
     proc = _run(tmp_path, "run", str(tmp_path / "fine.py"))
