@@ -288,11 +288,25 @@ def descendants(pid: int) -> list[int]:
 
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every process below it (a command some library started in our
-    own process group, which we cannot signal as a group without signalling ourselves)."""
+    own process group, which we cannot signal as a group without signalling ourselves).
+
+    A look at ``/proc`` is a snapshot: a process that forks after it (a shell script
+    starting its next step) would leave a child behind, reparented away from the tree and
+    holding the pipes our caller waits on. So the tree is frozen first (SIGSTOP; a stopped
+    process cannot fork), looked at again until no new process shows up, then killed."""
     import signal
 
-    for p in [pid, *descendants(pid)]:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    frozen: list[int] = []
+    while new := [p for p in (pid, *descendants(pid)) if p not in frozen]:
+        for p in new:
+            _send(p, signal.SIGSTOP)
+        frozen.extend(new)
+    for p in frozen:
+        _send(p, signal.SIGKILL)
+
+
+def _send(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -109,6 +109,42 @@ def test_descendants_lists_the_whole_tree(tmp_path):
             proc.kill()
 
 
+
+def _sleeps(seconds: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == f"sleep\0{seconds}\0".encode() and _alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_kill_tree_misses_no_child_forked_while_it_works():
+    """A command that keeps forking (a shell script about to start its next step): a child
+    born between the look at /proc and the kill would be left behind, holding the pipes a
+    caller waits on. Each round the tree is stopped first, so no child escapes."""
+    from nemo_runspec.lifeline import kill_tree
+
+    mark = str(3000 + os.getpid() % 1000) + ".25"
+    leftovers: list[int] = []
+    try:
+        for _ in range(10):  # each round a few hundred children, killed while they are being born
+            proc = subprocess.Popen(["bash", "-c", f"for i in $(seq 300); do sleep {mark} & done; wait"])
+            deadline = time.monotonic() + 10
+            while len(_sleeps(mark)) < 20 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            kill_tree(proc.pid)
+            proc.wait(timeout=10)
+            time.sleep(0.05)
+            leftovers = _sleeps(mark)
+            assert leftovers == []
+    finally:
+        for pid in _sleeps(mark):
+            os.kill(pid, signal.SIGKILL)
+
 STORM = '''
 import os, signal, sys, threading, time
 from nemo_runspec import lifeline, signals

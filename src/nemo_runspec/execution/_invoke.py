@@ -7,12 +7,17 @@ reaches the command too, so it ends and nothing is lost; but SIGTERM or SIGHUP
 this process: the command ran on, the interrupt was swallowed, and a pipeline
 went on to submit every stage and exit 0. :func:`stop_commands_on_interrupt`
 makes ``Local.send_interrupt`` kill the command and everything it started, then
-raise the interrupt again. (fabric's ``Remote`` runner already raises it.)
+raise the interrupt again, and does the same for an interrupt that comes before
+invoke waits on the command (while it starts its reader threads). (fabric's
+``Remote`` runner already raises it.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from invoke.runners import Local, Result
 
 
 def stop_commands_on_interrupt() -> None:
@@ -22,13 +27,30 @@ def stop_commands_on_interrupt() -> None:
     if getattr(Local.send_interrupt, "_nemotron", False):
         return
 
-    def send_interrupt(self: Any, interrupt: KeyboardInterrupt) -> None:
-        from nemo_runspec.lifeline import kill_tree
-
-        pid = self.pid if self.using_pty else getattr(self.process, "pid", None)
-        if pid:
-            kill_tree(pid)
+    def send_interrupt(self: Local, interrupt: KeyboardInterrupt) -> None:
+        _kill_command(self)
         raise interrupt
+
+    run_body = Local._run_body
+
+    def _run_body(self: Local, command: str, **kwargs: object) -> Result | None:
+        # an interrupt between the command's start and invoke's wait loop (while it starts
+        # its reader threads) never reaches send_interrupt: stop the command here too
+        try:
+            return run_body(self, command, **kwargs)
+        except KeyboardInterrupt:
+            _kill_command(self)
+            raise
 
     send_interrupt._nemotron = True  # type: ignore[attr-defined]
     Local.send_interrupt = send_interrupt  # type: ignore[method-assign]
+    Local._run_body = _run_body  # type: ignore[method-assign]
+
+
+def _kill_command(runner: Local) -> None:
+    """Kill the command a ``Local`` runner started, and everything below it, if it has one."""
+    from nemo_runspec.lifeline import kill_tree
+
+    pid = getattr(runner, "pid", None) if runner.using_pty else getattr(getattr(runner, "process", None), "pid", None)
+    if pid:
+        kill_tree(pid)

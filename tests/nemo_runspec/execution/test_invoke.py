@@ -56,3 +56,42 @@ def test_an_interrupt_kills_the_command_and_what_it_started_then_is_raised(tmp_p
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(grandchild)
+
+
+EARLY = textwrap.dedent("""
+    import os, sys, time
+    import invoke
+    from invoke.runners import Runner
+    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+
+    stop_commands_on_interrupt()
+
+    def create_io_threads(self):
+        # the interrupt lands after the command started, before invoke waits on it
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+    Runner.create_io_threads = create_io_threads
+    try:
+        invoke.run("sleep 30 & echo $! > " + sys.argv[1] + "; wait", hide=True, in_stream=False)
+        print("finished")
+    except KeyboardInterrupt:
+        print("interrupted")
+""")
+
+
+def test_an_interrupt_before_invoke_waits_kills_the_command_too(tmp_path):
+    """A SIGTERM that arrives while invoke is still starting its reader threads never
+    reaches ``send_interrupt``: seen in CI as a ``tar`` stand-in left running after the
+    CLI had exited."""
+    pid_file = tmp_path / "early.pid"
+    out = subprocess.run([sys.executable, "-c", EARLY, str(pid_file)], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["interrupted"], out.stderr
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = _alive(grandchild)
+    if alive:
+        os.kill(grandchild, 9)
+    assert not alive
