@@ -188,9 +188,9 @@ def test_strict_build_fails_on_each_kind_of_gap(tmp_path):
         "'cli.md#no-such-section', but the doc 'cli.md' does not contain an anchor",
         ("not included in the \"nav\" configuration:", "\n  - orphan.md"),
         "'dev/gone.md' is included in the 'nav' configuration, which is not found",
-        "public function nemo_runspec.dotted.helper_without_docstring has no docstring",
-        "public property nemo_runspec.dotted.Holder.size has no docstring",
-        "public export nemo_runspec.parse (nemo_runspec._parser.parse) has no docstring",
+        "public function nemo_runspec.runtime.dotted.helper_without_docstring has no docstring",
+        "public property nemo_runspec.runtime.dotted.Holder.size has no docstring",
+        "public export nemo_runspec.parse (nemo_runspec.spec.parser.parse) has no docstring",
         "public module nemo_runspec.brand_new is on no page",
     ]
     for gap in expected:

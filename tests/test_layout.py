@@ -20,22 +20,6 @@ MAX_EXEMPT_SHARE = 0.10
 
 #: module (relative to src/nemo_runspec) -> why it has no test file named after it.
 EXEMPT: dict[str, str] = {
-    "artifact_registry.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "artifacts/registry.py (test_public_paths.py checks it)"
-    ),
-    "filesystem.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "artifacts/filesystem.py (test_public_paths.py checks it)"
-    ),
-    "cli/context.py": (
-        "alias: the module object of cmdline/context.py under its old path (test_public_paths.py "
-        "checks it); the grammar's tests are cmdline/test_context.py"
-    ),
-    "cli/recipe_config.py": (
-        "alias: the module object of cmdline/recipe_config.py under its old path (test_public_paths.py "
-        "checks it); its tests are cmdline/test_recipe_config.py"
-    ),
     "backends/dry_run.py": (
         "the dry run of one job: every --dry-run CLI test (nemotron/cli/test_dry_run.py and the platform, "
         "Ray and native-plan dry runs) and scripts/dry_run_snapshot.py's 112 cases"
@@ -43,9 +27,9 @@ EXEMPT: dict[str, str] = {
     "execution/dry_run_display.py": (
         "the job's dry-run view, printed by backends/dry_run.py: the same CLI dry-run tests read it"
     ),
-    "eval_launcher.py": (
-        "tested in test_evaluator.py; the evaluator modules are being split (issue 31, another "
-        "branch), whose test files follow that split"
+    "evaluation/launcher.py": (
+        "tested in evaluation/test_evaluator.py (evaluator.py re-exports it); the evaluator "
+        "modules are to be split (issue 31), whose test files follow that split"
     ),
     "slurm/launch.py": (
         "tested in slurm/test_lean_equivalence.py (byte-identical to nemo-run's Experiment, "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from nemo_runspec.cli.execute import execute_recipe
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.run_config import RunConfig
 from tests.nemo_runspec.test_compose import recipe  # noqa: F401 - the recipe fixture
 
 
