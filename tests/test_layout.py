@@ -87,9 +87,10 @@ def test_exemptions_only_shrink() -> None:
 def test_the_rule_finds_a_test_file_beside_its_module() -> None:
     # the naming rule on modules whose test files exist today (one plain, one with an aspect,
     # one with the leading underscore dropped)
-    assert _test_files_of("artifact_registry.py") == [] and "artifact_registry.py" in EXEMPT
+    assert _test_files_of("backends/dry_run.py") == [] and "backends/dry_run.py" in EXEMPT
     assert TESTS / "slurm" / "test_ledger.py" in _test_files_of("slurm/ledger.py")
-    assert _test_files_of("_toml_lines.py") == [TESTS / "test_toml_lines.py"]
+    assert _test_files_of("_compat.py") == [TESTS / "test_compat.py"]
+    assert _test_files_of("spec/toml_lines.py") == [TESTS / "spec" / "test_toml_lines.py"]
     # a test file of a longer module beside it is not the shorter one's
     assert TESTS / "slurm" / "test_launch_script.py" in _test_files_of("slurm/launch_script.py")
     assert _test_files_of("slurm/launch.py") == []

@@ -76,6 +76,7 @@ class AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, table: Mapping[str, str]) -> None:
         self.table = dict(table)
+        self._own_specs: dict[str, ModuleSpec | None] = {}
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname not in self.table:
@@ -83,11 +84,18 @@ class AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
-        # The target module object itself: its __name__ and __spec__ stay the target's.
-        return importlib.import_module(self.table[spec.name])
+        # The target module object itself (its __name__ stays the target's).
+        module = importlib.import_module(self.table[spec.name])
+        self._own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing: the target ran when it was imported."""
+        """Nothing runs (the target ran when it was imported). importlib has just set the
+        module's ``__spec__`` to the alias's: put its own back, which ``find_spec`` of the real
+        name, ``importlib.reload`` and tools reading ``__spec__`` must see."""
+        own = self._own_specs.pop(module.__name__, None)
+        if own is not None:
+            module.__spec__ = own
 
 
 def install() -> None:

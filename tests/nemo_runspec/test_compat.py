@@ -18,7 +18,11 @@ def test_the_old_names_import_in_a_fresh_interpreter_without_loading_their_targe
             "assert 'nemo_runspec.runtime.outcome' not in sys.modules\n"
             "import nemo_runspec.outcome as o\n"
             "assert o is sys.modules['nemo_runspec.runtime.outcome'] is sys.modules['nemo_runspec.outcome']\n"
-            "assert o.__name__ == 'nemo_runspec.runtime.outcome'\n")
+            "assert o.__name__ == 'nemo_runspec.runtime.outcome'\n"
+            # its own spec, not the alias's (importlib sets the alias's while loading)
+            "assert o.__spec__.name == 'nemo_runspec.runtime.outcome', o.__spec__\n"
+            "import importlib\n"
+            "assert importlib.reload(o) is o\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
