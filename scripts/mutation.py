@@ -61,7 +61,7 @@ class Module:
 
 MODULES: dict[str, Module] = {
     "runspec": Module(
-        # _toml_lines.py: the key -> line map and deepest_line that runspec blocks and
+        # spec/toml_lines.py: the key -> line map and deepest_line that runspec blocks and
         # env.toml errors both point with.
         ("src/nemo_runspec/spec/pep723.py", "src/nemo_runspec/spec/parser.py", "src/nemo_runspec/spec/toml_lines.py"),
         # Not test_schema_property.py: Hypothesis shrinks every failure it finds, which
