@@ -7,7 +7,7 @@ from pathlib import Path
 from nemo_runspec.runtime import ended
 from nemo_runspec.runtime.outcome import MARKER
 
-LOGS = Path(__file__).parent / "slurm" / "logs"
+LOGS = Path(__file__).parents[1] / "slurm" / "logs"
 
 
 def _lines(case: str, *, without_outcome: bool = False) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from nemo_runspec.runtime import lognoise as N
 
-LOGS = Path(__file__).parent / "slurm" / "logs"
+LOGS = Path(__file__).parents[1] / "slurm" / "logs"
 
 
 def _lines(case: str, name: str = "log.out") -> list[str]:
