@@ -171,10 +171,10 @@ def test_strict_build_fails_on_each_kind_of_gap(tmp_path):
                      "[a missing section](cli.md#no-such-section).\n")
     (root / "docs" / "orphan.md").write_text("# Not in nav\n")
     pkg = root / "src" / "nemo_runspec"
-    dotted = pkg / "dotted.py"
+    dotted = pkg / "runtime" / "dotted.py"
     dotted.write_text(dotted.read_text() + "\n\ndef helper_without_docstring(x):\n    return x\n\n\n"
                       "class Holder:\n    \"\"\"Holds.\"\"\"\n\n    @property\n    def size(self):\n        return 1\n")
-    parser = pkg / "_parser.py"
+    parser = pkg / "spec" / "parser.py"
     text = parser.read_text()
     start = text.index('    """Parse the ``[tool.runspec]`` metadata')
     parser.write_text(text[:start] + text[text.index('"""', start + 8) + 4:])  # parse() loses its docstring

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nemo_runspec.job.run_config import RunConfig
-from tests.nemo_runspec.test_run_config import make_spec
+from tests.nemo_runspec.job.test_run_config import make_spec
 
 
 @pytest.fixture
