@@ -286,7 +286,7 @@ def shell_function() -> str:
     outcome line (``OK`` is ``true`` or ``false``), for jobs whose last word is a shell
     script's (the image squash, the Ray template's own failures). It writes the keys
     this module writes; ``figures`` stays empty."""
-    return r'''emit_outcome() {  # OK EXIT_CODE MESSAGE [RECIPE]: the outcome line (nemo_runspec.runtime.outcome)
+    return r'''emit_outcome() {  # OK EXIT_CODE MESSAGE [RECIPE]: the outcome line (nemo_runspec.outcome)
   local s=$3 r=null a=null
   s=${s//\\/\\\\}; s=${s//\"/\\\"}; s=$(printf '%s' "$s" | tr '\000-\037' ' ')
   if [[ -n "${4:-}" ]]; then r="\"$4\""; fi
