@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    from nemo_runspec._parser import clear_cache, parse
+    from nemo_runspec.spec.parser import clear_cache, parse
 
     import_s = time.perf_counter() - t0
 

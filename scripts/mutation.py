@@ -61,13 +61,13 @@ class Module:
 
 MODULES: dict[str, Module] = {
     "runspec": Module(
-        # _toml_lines.py: the key -> line map and deepest_line that runspec blocks and
+        # spec/toml_lines.py: the key -> line map and deepest_line that runspec blocks and
         # env.toml errors both point with.
-        ("src/nemo_runspec/_pep723.py", "src/nemo_runspec/_parser.py", "src/nemo_runspec/_toml_lines.py"),
+        ("src/nemo_runspec/spec/pep723.py", "src/nemo_runspec/spec/parser.py", "src/nemo_runspec/spec/toml_lines.py"),
         # Not test_schema_property.py: Hypothesis shrinks every failure it finds, which
         # takes seconds per killed mutant; the deterministic tests must state the rules.
-        ("tests/nemo_runspec/test_parser.py", "tests/nemo_runspec/test_pep723_mutants.py",
-         "tests/nemo_runspec/test_parser_errors_mutants.py", "tests/nemo_runspec/test_toml_lines.py"),
+        ("tests/nemo_runspec/spec/test_parser.py", "tests/nemo_runspec/spec/test_pep723_mutants.py",
+         "tests/nemo_runspec/spec/test_parser_errors_mutants.py", "tests/nemo_runspec/spec/test_toml_lines.py"),
     ),
     "env": Module(
         ("src/nemo_runspec/env/file.py", "src/nemo_runspec/env/profile.py"),

@@ -171,10 +171,10 @@ def test_strict_build_fails_on_each_kind_of_gap(tmp_path):
                      "[a missing section](cli.md#no-such-section).\n")
     (root / "docs" / "orphan.md").write_text("# Not in nav\n")
     pkg = root / "src" / "nemo_runspec"
-    dotted = pkg / "dotted.py"
+    dotted = pkg / "runtime" / "dotted.py"
     dotted.write_text(dotted.read_text() + "\n\ndef helper_without_docstring(x):\n    return x\n\n\n"
                       "class Holder:\n    \"\"\"Holds.\"\"\"\n\n    @property\n    def size(self):\n        return 1\n")
-    parser = pkg / "_parser.py"
+    parser = pkg / "spec" / "parser.py"
     text = parser.read_text()
     start = text.index('    """Parse the ``[tool.runspec]`` metadata')
     parser.write_text(text[:start] + text[text.index('"""', start + 8) + 4:])  # parse() loses its docstring
@@ -188,9 +188,10 @@ def test_strict_build_fails_on_each_kind_of_gap(tmp_path):
         "'cli.md#no-such-section', but the doc 'cli.md' does not contain an anchor",
         ("not included in the \"nav\" configuration:", "\n  - orphan.md"),
         "'dev/gone.md' is included in the 'nav' configuration, which is not found",
-        "public function nemo_runspec.dotted.helper_without_docstring has no docstring",
-        "public property nemo_runspec.dotted.Holder.size has no docstring",
-        "public export nemo_runspec.parse (nemo_runspec._parser.parse) has no docstring",
+        "public function nemo_runspec.runtime.dotted.helper_without_docstring has no docstring",
+        "public property nemo_runspec.runtime.dotted.Holder.size has no docstring",
+        "public export nemo_runspec.parse (nemo_runspec.spec.parser.parse) has no docstring",
+        "public function nemo_runspec.spec.parser.parse has no docstring",  # spec/ is public
         "public module nemo_runspec.brand_new is on no page",
     ]
     for gap in expected:

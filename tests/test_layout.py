@@ -20,22 +20,6 @@ MAX_EXEMPT_SHARE = 0.10
 
 #: module (relative to src/nemo_runspec) -> why it has no test file named after it.
 EXEMPT: dict[str, str] = {
-    "artifact_registry.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "artifacts/registry.py (test_public_paths.py checks it)"
-    ),
-    "filesystem.py": (
-        "alias: one line making the reference's module path the same module object as "
-        "artifacts/filesystem.py (test_public_paths.py checks it)"
-    ),
-    "cli/context.py": (
-        "alias: the module object of cmdline/context.py under its old path (test_public_paths.py "
-        "checks it); the grammar's tests are cmdline/test_context.py"
-    ),
-    "cli/recipe_config.py": (
-        "alias: the module object of cmdline/recipe_config.py under its old path (test_public_paths.py "
-        "checks it); its tests are cmdline/test_recipe_config.py"
-    ),
     "backends/dry_run.py": (
         "the dry run of one job: every --dry-run CLI test (nemotron/cli/test_dry_run.py and the platform, "
         "Ray and native-plan dry runs) and scripts/dry_run_snapshot.py's 112 cases"
@@ -43,9 +27,9 @@ EXEMPT: dict[str, str] = {
     "execution/dry_run_display.py": (
         "the job's dry-run view, printed by backends/dry_run.py: the same CLI dry-run tests read it"
     ),
-    "eval_launcher.py": (
-        "tested in test_evaluator.py; the evaluator modules are being split (issue 31, another "
-        "branch), whose test files follow that split"
+    "evaluation/launcher.py": (
+        "tested in evaluation/test_evaluator.py (evaluator.py re-exports it); the evaluator "
+        "modules are to be split (issue 31), whose test files follow that split"
     ),
     "slurm/launch.py": (
         "tested in slurm/test_lean_equivalence.py (byte-identical to nemo-run's Experiment, "
@@ -103,9 +87,10 @@ def test_exemptions_only_shrink() -> None:
 def test_the_rule_finds_a_test_file_beside_its_module() -> None:
     # the naming rule on modules whose test files exist today (one plain, one with an aspect,
     # one with the leading underscore dropped)
-    assert _test_files_of("artifact_registry.py") == [] and "artifact_registry.py" in EXEMPT
+    assert _test_files_of("backends/dry_run.py") == [] and "backends/dry_run.py" in EXEMPT
     assert TESTS / "slurm" / "test_ledger.py" in _test_files_of("slurm/ledger.py")
-    assert _test_files_of("_toml_lines.py") == [TESTS / "test_toml_lines.py"]
+    assert _test_files_of("_compat.py") == [TESTS / "test_compat.py"]
+    assert _test_files_of("spec/toml_lines.py") == [TESTS / "spec" / "test_toml_lines.py"]
     # a test file of a longer module beside it is not the shorter one's
     assert TESTS / "slurm" / "test_launch_script.py" in _test_files_of("slurm/launch_script.py")
     assert _test_files_of("slurm/launch.py") == []

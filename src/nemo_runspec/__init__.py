@@ -13,17 +13,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec._lazy import alias_modules
+from nemo_runspec import _compat
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Runspec": "nemo_runspec._models",
-    "RunspecConfig": "nemo_runspec._models",
-    "RunspecResources": "nemo_runspec._models",
-    "RunspecRun": "nemo_runspec._models",
-    "parse": "nemo_runspec._parser",
-    "parse_text": "nemo_runspec._parser",
+    "Runspec": "nemo_runspec.spec.models",
+    "RunspecConfig": "nemo_runspec.spec.models",
+    "RunspecResources": "nemo_runspec.spec.models",
+    "RunspecRun": "nemo_runspec.spec.models",
+    "parse": "nemo_runspec.spec.parser",
+    "parse_text": "nemo_runspec.spec.parser",
     "NemoRunspecError": "nemo_runspec.errors",
     "RunspecError": "nemo_runspec.errors",
 }
@@ -40,22 +40,14 @@ __all__ = [
     "parse_text",
 ]
 
-#: the reference's flat module names (its package readme's module table) -> the module they are
-#: now, the same object (``nemo_runspec.help is nemo_runspec.cli.help``). A table, not a file per
-#: name: the library's own modules never import the CLI layer (tests/test_house_rules.py).
-_MOVED_MODULES = {
-    "nemo_runspec.cli_context": "nemo_runspec.cmdline.context",
-    "nemo_runspec.recipe_config": "nemo_runspec.cmdline.recipe_config",
-    "nemo_runspec.recipe_typer": "nemo_runspec.cli.recipe_typer",
-    "nemo_runspec.help": "nemo_runspec.cli.help",
-    "nemo_runspec.display": "nemo_runspec.cli.display",
-}
-alias_modules(_MOVED_MODULES)
+#: module paths that moved (the reference's flat names, ours before issue 31) import as the
+#: modules that hold the code now, the same objects: one table, nemo_runspec/_compat.py
+_compat.install()
 
 if TYPE_CHECKING:
-    from nemo_runspec._models import Runspec, RunspecConfig, RunspecResources, RunspecRun
-    from nemo_runspec._parser import parse, parse_text
     from nemo_runspec.errors import NemoRunspecError, RunspecError
+    from nemo_runspec.spec.models import Runspec, RunspecConfig, RunspecResources, RunspecRun
+    from nemo_runspec.spec.parser import parse, parse_text
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Package ``__init__`` exports loaded on first use (PEP 562), and module aliases.
+"""Package ``__init__`` exports loaded on first use (PEP 562).
 
 ``from nemo_runspec.slurm import submit`` imports ``slurm.submission`` only, not
 every module of the package: the CLI imports recipe commands for ``--help``,
@@ -8,12 +8,7 @@ and their imports must stay cheap (``bench/bench_cli_help.py``).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
 from collections.abc import Callable, Iterable, Mapping
-from importlib.machinery import ModuleSpec
-from types import ModuleType
 from typing import Any
 
 
@@ -54,33 +49,3 @@ def lazy_exports(
         return sorted(set(namespace) | set(where))
 
     return __getattr__, __dir__
-
-
-class _ModuleAliases(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finder and loader of module aliases: ``import ALIAS`` gives the module ``TARGET`` itself."""
-
-    def __init__(self, aliases: Mapping[str, str]) -> None:
-        self.aliases = dict(aliases)
-
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
-        if fullname not in self.aliases:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType:
-        # The target module object itself: its __name__ and __spec__ stay the target's.
-        return importlib.import_module(self.aliases[spec.name])
-
-    def exec_module(self, module: ModuleType) -> None:
-        """Nothing: the target ran when it was imported."""
-
-
-def alias_modules(aliases: Mapping[str, str]) -> None:
-    """Make each full module name of ``aliases`` (``"pkg.old"``) import as the module it maps
-    to (``"pkg.sub.new"``): the same module object, loaded on first use (nothing is imported
-    here). For module paths a package documented once and has moved since; a name that is
-    not in ``aliases`` is left to the other finders. Calling it again with the same table
-    adds nothing."""
-    if any(isinstance(f, _ModuleAliases) and f.aliases == dict(aliases) for f in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _ModuleAliases(aliases))

@@ -87,7 +87,7 @@ def test_data_prep_as_ray_job_on_two_nodes_then_pretrain_dry_run_resolves_it(hom
 
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
     art = ArtifactRegistry(home["registry"]).resolve("nano3-pretrain-data-tiny:latest")
     blend = json.loads(Path(art.path, "blend.json").read_text())

@@ -170,7 +170,7 @@ def test_ray_data_prep_across_both_nodes_inside_the_container(tmp_path, containe
     assert "[ray] 2/2 node(s) up" in out
     assert "published nano3-pretrain-data-tiny:v1" in out
 
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
     art = ArtifactRegistry(registry).resolve("nano3-pretrain-data-tiny:latest")
     assert (Path(art.path) / "blend.json").is_file()

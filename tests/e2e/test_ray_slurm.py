@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slurm]
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
-from nemo_runspec.outcome import find  # noqa: E402
+from nemo_runspec.runtime.outcome import find  # noqa: E402
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
 
 DRIVER = textwrap.dedent("""
@@ -93,7 +93,7 @@ def test_raylet_that_cannot_start_fails_fast_with_message(tmp_path, slurm_cluste
     assert sub.exit_code != 0
     log = Path(sub.log_path).read_text()
     assert "exited during start-up" in log
-    # the template's own failure ends the log with its outcome line (nemo_runspec.outcome)
+    # the template's own failure ends the log with its outcome line (nemo_runspec.runtime.outcome)
     said = find(log)
     assert said is not None and not said.ok and said.exit_code == 1
     assert said.message.startswith("[ray] ERROR: the raylet on ") and said.message.endswith(" exited during start-up")

@@ -1,5 +1,5 @@
 """Container images squashed once into the profile's squash_dir by a Slurm job,
-and recipe jobs that wait for it (nemo_runspec.squash, nemotron kit squash).
+and recipe jobs that wait for it (nemo_runspec.slurm.squash, nemotron kit squash).
 
 No registry is reachable here: the successful imports squash a root filesystem
 already on the cluster (``dir://``, through mksquashfs: the test image unpacked);
@@ -116,7 +116,7 @@ def test_failed_import_fails_the_chain_with_enroots_message(tmp_path, container_
     assert run.returncode == 1, out[-3000:]
     assert "failed" in out and "registry.invalid" in out
     assert re.search(r"Could not resolve host|resolve|curl", out), out[-2000:]  # enroot's own words
-    # the import's outcome line first (nemo_runspec.outcome), enroot's own last line in it, and not the JSON
+    # the import's outcome line first (nemo_runspec.runtime.outcome), enroot's own last line in it, and not the JSON
     said = re.search(r"^  error: importing registry\.invalid/none/image:1 failed: (.+)$", run.stderr, re.M)
     assert said and re.search(r"resolve|curl|ERROR", said.group(1)), run.stderr[-2000:]
     assert "nemotron-outcome:" not in run.stderr

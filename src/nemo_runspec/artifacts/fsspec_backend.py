@@ -34,6 +34,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.artifacts.errors import (
+    ArtifactError,
+    ArtifactNotFoundError,
+    ArtifactPublishError,
+    ArtifactVersionNotFoundError,
+)
 from nemo_runspec.artifacts.locking import (
     RegistryLock,
     create_local_exclusive,
@@ -41,12 +47,6 @@ from nemo_runspec.artifacts.locking import (
     replace_local,
 )
 from nemo_runspec.artifacts.refs import ALIAS_RE, NAME_RE, Artifact, version_number
-from nemo_runspec.exceptions import (
-    ArtifactError,
-    ArtifactNotFoundError,
-    ArtifactPublishError,
-    ArtifactVersionNotFoundError,
-)
 
 _RECORD_RE = re.compile(r"v(\d+)\.json")
 _PENDING_RE = re.compile(r"aliases\.json\.pending-v(\d+)")

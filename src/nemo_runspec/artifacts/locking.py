@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from nemo_runspec.exceptions import ArtifactError
+from nemo_runspec.artifacts.errors import ArtifactError
 
 #: ``flock`` errors that mean "this filesystem does not do flock", not "held".
 _NO_FLOCK = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
@@ -111,9 +111,9 @@ def _owner() -> str:
 
 
 def _holder_text(text: str | None) -> str | None:
-    """``pid N on host`` from a lock file's content (a :class:`~nemo_runspec.locks.Holder`
+    """``pid N on host`` from a lock file's content (a :class:`~nemo_runspec.runtime.locks.Holder`
     line, or the plain text older versions wrote)."""
-    from nemo_runspec.locks import Holder
+    from nemo_runspec.runtime.locks import Holder
 
     holder = Holder.parse(text)
     return f"pid {holder.pid} on {holder.host}" if holder else text
@@ -168,7 +168,7 @@ class FlockLock:
                 if exc.errno in (errno.EAGAIN, errno.EACCES):
                     if backoff.wait():
                         continue
-                    from nemo_runspec.locks import Holder, flock_timeout
+                    from nemo_runspec.runtime.locks import Holder, flock_timeout
 
                     text = _read_text(self.path)
                     os.close(fd)
@@ -184,7 +184,7 @@ class FlockLock:
                 raise
         self._fd = fd
         try:  # who holds it, for the timeout message of the others
-            from nemo_runspec.locks import Holder
+            from nemo_runspec.runtime.locks import Holder
 
             os.ftruncate(fd, 0)
             os.pwrite(fd, Holder.me().line().encode(), 0)
@@ -234,7 +234,7 @@ class LeaseLock:
     def acquire(self) -> bool:
         """Take the lease (breaking a stale one: its holder is gone from this host, or it is
         older than ``stale_after``); always True."""
-        from nemo_runspec.locks import Holder, elsewhere_hint, took_over
+        from nemo_runspec.runtime.locks import Holder, elsewhere_hint, took_over
 
         token = uuid.uuid4().hex
         me = Holder.me()

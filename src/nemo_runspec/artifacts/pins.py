@@ -23,8 +23,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.artifacts.refs import Artifact, parse_ref, version_number
-from nemo_runspec.exceptions import ArtifactError
 
 PINS_ENV = "NEMOTRON_ARTIFACT_PINS"
 #: stands for the pipe id in a pin made before the pipe has one (replaced in the job's environment)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from nemo_runspec.exceptions import ArtifactError
+from nemo_runspec.artifacts.errors import ArtifactError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ALIAS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.artifacts.errors import ArtifactError, ArtifactPublishError
 from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
 from nemo_runspec.artifacts.refs import (
     ALIAS_RE,
@@ -28,7 +29,6 @@ from nemo_runspec.artifacts.refs import (
     version_number,
 )
 from nemo_runspec.artifacts.wandb_backend import WandbBackend
-from nemo_runspec.exceptions import ArtifactError, ArtifactPublishError
 
 __all__ = [
     "Artifact",
@@ -115,7 +115,7 @@ class ArtifactRegistry:
             src = str(Path(src).resolve())
             if not copy and not Path(src).exists():
                 raise ArtifactPublishError(f"nothing to publish: {src} does not exist", key=name)
-        # a pipeline stage's run says which config and inputs made this version (nemo_runspec.pipeline)
+        # a pipeline stage's run says which config and inputs made this version (nemo_runspec.pipeline.chain)
         pipe = {key: os.environ[var] for key, var in (("pipe_key", "NEMOTRON_PIPE_FINGERPRINT"),
                                                        ("pipe_id", "NEMOTRON_PIPE_ID"))
                 if os.environ.get(var)}
@@ -183,7 +183,7 @@ def _refuse_orphan(name: str) -> None:
     launcher = os.environ.get("NEMOTRON_LAUNCHER")
     if not launcher:
         return
-    from nemo_runspec.procs import identity_running, this_host
+    from nemo_runspec.runtime.procs import identity_running, this_host
 
     host, _, ident = launcher.rpartition("@")
     if host != this_host():

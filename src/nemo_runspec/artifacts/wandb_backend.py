@@ -42,13 +42,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from nemo_runspec._suggest import did_you_mean
-from nemo_runspec.artifacts.refs import ALIAS_RE, Artifact, version_number
-from nemo_runspec.exceptions import (
+from nemo_runspec.artifacts.errors import (
     ArtifactError,
     ArtifactNotFoundError,
     ArtifactPublishError,
     ArtifactVersionNotFoundError,
 )
+from nemo_runspec.artifacts.refs import ALIAS_RE, Artifact, version_number
 
 #: the pip extra that installs wandb
 EXTRA = "nemotron[wandb]"

@@ -1,6 +1,6 @@
 """What a backend is: where a compiled job runs (this machine, Slurm, Docker, ...).
 
-A backend turns a :class:`~nemo_runspec.job.CompiledJob` into something it can show or start
+A backend turns a :class:`~nemo_runspec.job.compiled.CompiledJob` into something it can show or start
 (:meth:`Backend.prepare`), says what a ``--dry-run`` shows of it (:meth:`Backend.render`, data
 only: the CLI prints it) and starts it (:meth:`Backend.submit`). The registry
 (:mod:`nemo_runspec.env.registry`) finds the class the profile's ``executor`` names
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from nemo_runspec.env.registry import backend_class
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 @dataclass(frozen=True)

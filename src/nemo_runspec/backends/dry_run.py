@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.slurm.prepared import PreparedJob
 
 

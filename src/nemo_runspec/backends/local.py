@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from nemo_runspec.backends.base import DryRun
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 class LocalBackend:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from nemo_runspec.backends.base import DryRun
     from nemo_runspec.execution.backend_job import BackendJob
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 class PlatformBackend:

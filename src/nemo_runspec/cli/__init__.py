@@ -3,8 +3,8 @@
 ==========================  =============================================
 module                      holds
 ==========================  =============================================
-``cli.context``             :class:`GlobalContext`, global-option parsing
-``cli.recipe_config``       :class:`RecipeConfig`, :func:`parse_recipe_config`
+``cli.context``             alias of ``cmdline.context`` (:class:`GlobalContext`)
+``cli.recipe_config``       alias of ``cmdline.recipe_config`` (:class:`RecipeConfig`)
 ``cli.meta``                :class:`RecipeMeta`: what a recipe's help shows
 ``cli.help``                the Rich help pages and the fast-help commands
 ``cli.recipe_typer``        :class:`RecipeTyper`
@@ -14,5 +14,5 @@ module                      holds
 The reference documents these as ``nemo_runspec.cli_context``,
 ``nemo_runspec.recipe_config``, ``nemo_runspec.recipe_typer``,
 ``nemo_runspec.help`` and ``nemo_runspec.display``; those names are the same
-module objects. Nothing here imports the ``nemotron`` CLI.
+module objects (``nemo_runspec._compat``). Nothing here imports the ``nemotron`` CLI.
 """

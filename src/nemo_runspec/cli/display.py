@@ -20,7 +20,7 @@ from nemo_runspec.execution.dry_run_display import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nemo_runspec.pipeline import StagePlan
+    from nemo_runspec.pipeline.chain import StagePlan
     from nemo_runspec.slurm.prepared import PreparedJob
 
 __all__ = ["display_dry_run", "dry_run_sections", "scale_rows", "show_dry_run", "show_pipeline", "show_rendered",
@@ -36,7 +36,7 @@ def show_pipeline(plans: Sequence[StagePlan], prepared: Mapping[str, PreparedJob
     from rich.console import Console
     from rich.rule import Rule
 
-    from nemo_runspec.pipeline import graph_lines
+    from nemo_runspec.pipeline.chain import graph_lines
 
     console = console or Console()
     for i, plan in enumerate(plans, 1):

@@ -1,7 +1,7 @@
 """The body every recipe command shares: compile, then run here, show, submit, or compose.
 
 :func:`execute_recipe` is what a generated command (a recipe script found by
-:mod:`nemo_runspec.discovery`, or ``nemotron run SCRIPT``) runs. It is the same
+:mod:`nemo_runspec.spec.discovery`, or ``nemotron run SCRIPT``) runs. It is the same
 flow as the forkable command files (``nemotron/cli/commands/nano3/pretrain.py``):
 the launch method (``torchrun``, ``direct``, ``ray``) only changes what
 :func:`~nemo_runspec.slurm.prepare_job` builds (the torchrun launcher, a plain
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec import compose
+from nemo_runspec.backends import compose
 from nemo_runspec.cli.runner import launch
-from nemo_runspec.job import compile_job
+from nemo_runspec.job.compiled import compile_job
 
 if TYPE_CHECKING:
-    from nemo_runspec._models import Runspec
-    from nemo_runspec.cli.recipe_config import RecipeConfig
-    from nemo_runspec.run import RunConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
+    from nemo_runspec.job.run_config import RunConfig
+    from nemo_runspec.spec.models import Runspec
 
 
 def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Any = None,
@@ -29,7 +29,7 @@ def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: 
     Returns the exit code (a local run: the script's; ``--run``: the job's;
     ``--batch`` and dry runs: 0). With ``experiment`` (a ``nemo_run.Experiment``)
     the recipe's task is added to it instead and its task id returned (None for
-    a dry run, which only shows the job): see :mod:`nemo_runspec.compose`.
+    a dry run, which only shows the job): see :mod:`nemo_runspec.backends.compose`.
     ``dependencies``: task ids of the same experiment to wait for (nemo-run's). Composed, its
     ``${art:...}`` are not checked now but when the task starts (an earlier task may publish them).
     """

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from typer.core import TyperCommand, TyperGroup
 
-from nemo_runspec.cli.context import GLOBAL_OPTIONS, GlobalContext
 from nemo_runspec.cli.panels import Blank, Block, Cell, Panel, Para, print_blocks, rich_renderables
+from nemo_runspec.cmdline.context import GLOBAL_OPTIONS, GlobalContext
 from nemo_runspec.env.discovery import (
     ENV_FILE_NAME,
     ENV_FILE_VAR,

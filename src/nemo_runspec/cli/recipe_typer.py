@@ -177,7 +177,7 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
     command called with its Typer context; None when neither was asked for."""
     ctx = args[0] if args else kwargs.get("ctx")
     root = ctx.find_root() if hasattr(ctx, "find_root") else None
-    from nemo_runspec.cli.context import GlobalContext, split_global_args
+    from nemo_runspec.cmdline.context import GlobalContext, split_global_args
 
     gctx = root.obj if root is not None and isinstance(root.obj, GlobalContext) else None
     if gctx is None:
@@ -193,7 +193,7 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
 
         return print_matrix(spec)
     if multirun:
-        from nemo_runspec.cli.recipe_config import parse_recipe_config
+        from nemo_runspec.cmdline.recipe_config import parse_recipe_config
         from nemo_runspec.sweep.driver import run_sweep
 
         words = list(ctx.args)

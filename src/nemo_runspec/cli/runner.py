@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
-    from nemo_runspec.job import CompiledJob
-    from nemo_runspec.step import Preparation, Step
+    from nemo_runspec.job.compiled import CompiledJob
+    from nemo_runspec.pipeline.step import Preparation, Step
 
 #: ``--launcher`` of a pipeline on Slurm: a job per stage (an afterok chain), or one allocation.
 LAUNCHERS = ("nemo-run", "sbatch")
@@ -34,18 +34,18 @@ def launch(job: CompiledJob | Preparation, *, extra: Callable[[Console], object]
     the evaluation config); called with the dry run's console, also for a sweep's point.
     ``before_submit``: submits what the job needs first (the evaluator's image imports) and
     returns the ids it waits for; called only when the backend can wait for jobs. A
-    :class:`~nemo_runspec.step.Preparation` (a step's ``prepare`` hook) brings its job,
+    :class:`~nemo_runspec.pipeline.step.Preparation` (a step's ``prepare`` hook) brings its job,
     ``show`` (as ``extra``) and ``before_submit``.
     ``experiment`` (a ``nemo_run.Experiment``): add the job's task there instead and return
     its task id; the caller runs the experiment (None for a dry run, which only shows it).
     ``dependencies``: task ids of the same experiment to wait for (nemo-run's).
     """
-    from nemo_runspec.step import Preparation
+    from nemo_runspec.pipeline.step import Preparation
 
     if isinstance(job, Preparation):
         job, extra, before_submit = job.job, job.show, job.before_submit
     if experiment is not None:  # a caller composes: add the task to its experiment, it runs it
-        from nemo_runspec import compose
+        from nemo_runspec.backends import compose
 
         return compose.add_to_experiment(job, experiment, dependencies=dependencies)
     from rich.console import Console
@@ -78,10 +78,11 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     it when attached); returns the exit code."""
     import typer
 
-    from nemo_runspec import packaging, pipeline
+    from nemo_runspec import packaging
     from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
     from nemo_runspec.errors import CLIUsageError, ConfigError
+    from nemo_runspec.pipeline import chain as pipeline
 
     if launcher not in LAUNCHERS:
         raise CLIUsageError(f"--launcher {launcher!r} is not a pipeline launcher",
@@ -101,7 +102,7 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
                             hint="add --run PROFILE or --batch PROFILE; without a profile the stages run here in order")
     if any(p.job.dry_run for p in plans):  # -d, or dry_run = true in the profile
         if one_allocation:
-            from nemo_runspec.pipeline_sbatch import prepare_allocation
+            from nemo_runspec.pipeline.sbatch import prepare_allocation
 
             if all(p.skip for p in plans):
                 return show_pipeline(plans, {})
@@ -125,7 +126,7 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     # Submission: every stage goes to Slurm through nemo-run as one afterok chain,
     # or (--launcher sbatch) into one allocation that runs them in order.
     if one_allocation:
-        from nemo_runspec.pipeline_sbatch import follow_allocation, submit_allocation
+        from nemo_runspec.pipeline.sbatch import follow_allocation, submit_allocation
 
         sub = submit_allocation(plans, build_packager=packaging.build_packager)
     else:

@@ -8,7 +8,7 @@ module                          holds
 ==============================  ==============================================
 
 Plain parsing (stdlib and :mod:`nemo_runspec.errors`): the library's lower layers
-(:mod:`nemo_runspec.run`, :mod:`nemo_runspec.job`, the pipeline, sweeps) read a
+(:mod:`nemo_runspec.job.run_config`, :mod:`nemo_runspec.job.compiled`, the pipeline, sweeps) read a
 command line through these, never through :mod:`nemo_runspec.cli`, which sits above
 them (Typer apps, Rich help). ``nemo_runspec.cmdline.context`` and
 ``nemo_runspec.cmdline.recipe_config`` are these same module objects.

@@ -17,7 +17,7 @@ from nemo_runspec.cmdline.context import (
 if TYPE_CHECKING:
     import typer
 
-    from nemo_runspec.run import RunConfig
+    from nemo_runspec.job.run_config import RunConfig
 
 
 @dataclass
@@ -41,20 +41,20 @@ class RecipeConfig:
     config: str | None = None
     bare_words: list[str] = field(default_factory=list)
     """Script arguments given before ``--`` that are plain words; one naming an
-    env.toml profile is refused by :func:`nemo_runspec.job.compile_job` (a
+    env.toml profile is refused by :func:`nemo_runspec.job.compiled.compile_job` (a
     forgotten ``--run``)."""
 
     @property
     def run_config(self) -> RunConfig:
-        """This command line as the typed :class:`~nemo_runspec.run.RunConfig` the
+        """This command line as the typed :class:`~nemo_runspec.job.run_config.RunConfig` the
         recipes' ``execute`` functions take."""
-        from nemo_runspec.run import RunConfig
+        from nemo_runspec.job.run_config import RunConfig
 
         return RunConfig.from_context(self.ctx, overrides=self.overrides, passthrough=self.passthrough)
 
     @classmethod
     def from_run_config(cls, run: RunConfig) -> RecipeConfig:
-        """The RecipeConfig of a :class:`~nemo_runspec.run.RunConfig` built in Python.
+        """The RecipeConfig of a :class:`~nemo_runspec.job.run_config.RunConfig` built in Python.
 
         Its script arguments are taken as given (as after ``--``): none is refused
         for naming an env.toml profile.
@@ -67,17 +67,17 @@ class RecipeConfig:
 
 
 def as_recipe_config(cfg: RecipeConfig | RunConfig) -> RecipeConfig:
-    """``cfg`` as a :class:`RecipeConfig` (a :class:`~nemo_runspec.run.RunConfig` is converted)."""
+    """``cfg`` as a :class:`RecipeConfig` (a :class:`~nemo_runspec.job.run_config.RunConfig` is converted)."""
     if isinstance(cfg, RecipeConfig):
         return cfg
-    from nemo_runspec.run import RunConfig
+    from nemo_runspec.job.run_config import RunConfig
 
     if isinstance(cfg, RunConfig):
         return RecipeConfig.from_run_config(cfg)
     from nemo_runspec.errors import CLIUsageError
 
     raise CLIUsageError(f"expected a RunConfig (or the CLI's RecipeConfig), got {type(cfg).__name__}",
-                        hint="build one with nemo_runspec.run.RunConfig(profile=..., config=..., overrides=[...])")
+                        hint="build one with nemo_runspec.job.RunConfig(profile=..., config=..., overrides=[...])")
 
 
 def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConfig:

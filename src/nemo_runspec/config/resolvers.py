@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.exceptions import ArtifactError
-from nemo_runspec.ranks import global_rank
+from nemo_runspec.artifacts.errors import ArtifactError
+from nemo_runspec.runtime.ranks import global_rank
 
 _HANDOFF = "artifacts.resolved.json"
 _FAILED = "artifacts.failed.json"
@@ -105,7 +105,7 @@ def register_resolvers(replace: bool = True) -> None:
                                 annotation_validation="off")
     # ${auto_mount:git+URL@REF,/target} in run.env.mounts (the reference's recipes):
     # checked and kept as a mounts entry that env.reference turns into git_mounts
-    from nemo_runspec.git_mounts import resolver as auto_mount
+    from nemo_runspec.env.git_mounts import resolver as auto_mount
 
     OmegaConf.register_resolver("auto_mount", auto_mount, replace=True, use_cache=False,
                                 annotation_validation="off")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec._toml_lines import deepest_line, line_map
 from nemo_runspec.env.discovery import CREATE_HINT, find_env_file, not_found_error
 from nemo_runspec.errors import EnvFileError
+from nemo_runspec.spec.toml_lines import deepest_line, line_map
 
 RESERVED_SECTIONS = ("wandb", "cli", "cache", "artifacts")
 

@@ -193,7 +193,7 @@ class EnvProfileModel(BaseModel):
     identity: str | None = None
     remote_job_dir: str | None = None
     job_dir: str | None = None
-    # where container images are squashed once into .sqsh files (nemo_runspec.squash)
+    # where container images are squashed once into .sqsh files (nemo_runspec.slurm.squash)
     squash_dir: str | None = None
     # Ray (the template's NEMOTRON_RAY_PORT_BASE / NEMOTRON_RAY_TIMEOUT: seconds for all nodes to join)
     ray_port_base: int | None = Field(default=None, ge=1024, le=65000)
@@ -291,7 +291,7 @@ class EnvProfileModel(BaseModel):
     @field_validator("git_mounts")
     @classmethod
     def _git_mounts(cls, v: list[dict[str, str]] | None) -> list[dict[str, str]] | None:
-        from nemo_runspec import git_mounts
+        from nemo_runspec.env import git_mounts
 
         for entry in v or ():  # the same checks as an ${auto_mount:...} entry (keys: url, ref, target)
             git_mounts.parse_spec(f"git+{entry.get('url', '')}@{entry.get('ref', git_mounts.DEFAULT_REF)}",

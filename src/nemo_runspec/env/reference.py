@@ -21,7 +21,7 @@ Per table (one profile, one YAML ``run.env``), before validation:
   ``env_vars`` entries, split off by :func:`nemo_runspec.secrets.is_secret_name`.
 - ``mounts`` entries ``${auto_mount:git+URL@ref,/target}`` (a git repository
   cloned on the cluster and mounted) move to ``git_mounts`` (checked here;
-  cloned at submission by :mod:`nemo_runspec.git_mounts`).
+  cloned at submission by :mod:`nemo_runspec.env.git_mounts`).
 - ``executor = "docker" | "skypilot" | "dgxcloud" | "lepton"`` (executors the
   reference lists) are read as they are (:mod:`nemo_runspec.env.executor_keys`);
   DGX Cloud's ``app_id``/``app_secret`` (the reference's names, from older
@@ -121,8 +121,8 @@ def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
 
 def _split_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
     """``mounts`` without its ``${auto_mount:...}`` entries, and those entries as
-    ``git_mounts`` (cloned on the cluster at submission: :mod:`nemo_runspec.git_mounts`)."""
-    from nemo_runspec import git_mounts
+    ``git_mounts`` (cloned on the cluster at submission: :mod:`nemo_runspec.env.git_mounts`)."""
+    from nemo_runspec.env import git_mounts
     from nemo_runspec.errors import ConfigError
 
     if not isinstance(value, list):

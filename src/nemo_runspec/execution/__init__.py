@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from nemo_runspec._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from nemo_runspec.env.git_mounts import clone_git_repos_via_tunnel
     from nemo_runspec.execution.backend_run import run_job
     from nemo_runspec.execution.env_vars import (
         artifacts_root_for_job,
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
         profile_values,
         resolve_resources,
     )
-    from nemo_runspec.git_mounts import clone_git_repos_via_tunnel
 
 __all__ = [
     "DEFAULT_JOB_NAME_PREFIX",
@@ -101,6 +101,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
                  "wandb_settings"],
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],
     "local": ["execute_local", "local_command", "local_nproc", "local_preview", "run_local", "visible_gpus"],
-    "nemo_runspec.git_mounts": ["clone_git_repos_via_tunnel"],
+    "nemo_runspec.env.git_mounts": ["clone_git_repos_via_tunnel"],
     "settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],
 })

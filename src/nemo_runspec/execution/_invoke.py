@@ -3,7 +3,7 @@
 invoke 2.2's ``Local`` runner answers a ``KeyboardInterrupt`` while a command runs by
 writing ``\\x03`` to the command's stdin and waiting on. Ctrl-C from a terminal
 reaches the command too, so it ends and nothing is lost; but SIGTERM or SIGHUP
-(which :mod:`nemo_runspec.signals` turns into a ``KeyboardInterrupt``) reach only
+(which :mod:`nemo_runspec.runtime.signals` turns into a ``KeyboardInterrupt``) reach only
 this process: the command ran on, the interrupt was swallowed, and a pipeline
 went on to submit every stage and exit 0. :func:`stop_commands_on_interrupt`
 makes ``Local.send_interrupt`` kill the command and everything it started, then
@@ -49,7 +49,7 @@ def stop_commands_on_interrupt() -> None:
 
 def _kill_command(runner: Local) -> None:
     """Kill the command a ``Local`` runner started, and everything below it, if it has one."""
-    from nemo_runspec.lifeline import kill_tree
+    from nemo_runspec.runtime.lifeline import kill_tree
 
     pid = getattr(runner, "pid", None) if runner.using_pty else getattr(getattr(runner, "process", None), "pid", None)
     if pid:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.packaging import PackagingPlan
 
 SEEN = "/nemo_run"  # where every one of these executors puts the job dir

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 def submit(prepared: BackendJob) -> int:

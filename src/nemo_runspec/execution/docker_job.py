@@ -89,9 +89,9 @@ def follow(log: Path, status: Path, *, container: str, poll: float = 0.5) -> int
 
 
 def say_ending(container: str, code: int, log: Path, *, secrets: list[str]) -> None:
-    """After the container's log, on stderr: how the job ended (:mod:`nemo_runspec.ended`),
+    """After the container's log, on stderr: how the job ended (:mod:`nemo_runspec.runtime.ended`),
     its outcome line first, then ``job CONTAINER: STATE (exit code N)``, then the log."""
-    from nemo_runspec.ended import of_output, read_file_tail, summary_lines
+    from nemo_runspec.runtime.ended import of_output, read_file_tail, summary_lines
 
     ending = of_output(container, code, read_file_tail(log), log_path=str(log))
     for line in summary_lines(ending, secrets=secrets):

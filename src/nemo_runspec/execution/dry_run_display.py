@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 def _plain(cfg: Any) -> Any:

@@ -20,9 +20,9 @@ from nemo_runspec.secrets import is_secret_env, marked_names
 
 def wandb_enabled(job_config: Any) -> bool:
     """True when the job logs to W&B: the rule the job itself applies
-    (:func:`nemo_runspec.wandb_switch.wandb_switch`), for the stage its recipe name
-    says (:func:`~nemo_runspec.wandb_switch.stage_of`)."""
-    from nemo_runspec.wandb_switch import stage_of, wandb_switch, wandb_view
+    (:func:`nemo_runspec.runtime.wandb_switch.wandb_switch`), for the stage its recipe name
+    says (:func:`~nemo_runspec.runtime.wandb_switch.stage_of`)."""
+    from nemo_runspec.runtime.wandb_switch import stage_of, wandb_switch, wandb_view
 
     stage = stage_of(lookup(job_config, "run", "recipe", "name"))
     return wandb_switch(wandb_view(job_config), stage) is not None

@@ -22,7 +22,7 @@ from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
 from nemo_runspec.execution.settings import launch_of, lookup
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
@@ -119,7 +119,7 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
                                                        (run_env.get("env_vars") or {}).items()}}, env))
     env.update(extra_env or {})
     env["NEMOTRON_JOB_DIR"] = str(final)
-    from nemo_runspec.procs import identity, this_host
+    from nemo_runspec.runtime.procs import identity, this_host
 
     # what the job publishes must come from a run whose command still waits for it
     # (nemo_runspec.artifacts.registry refuses to publish for a launcher that is gone)
@@ -152,11 +152,11 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
 
 def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | None = None,
                errors: Sequence[str] = ()) -> None:
-    """After a run here, on stderr: how it ended (:mod:`nemo_runspec.ended`), the job's
+    """After a run here, on stderr: how it ended (:mod:`nemo_runspec.runtime.ended`), the job's
     outcome line first, then ``job NAME: STATE (exit code N)``, then the job dir. Its output
     was just printed above, so no tail of it. ``errors``: its stderr alone, where its last
     error is looked for first."""
-    from nemo_runspec.ended import of_output, summary_lines
+    from nemo_runspec.runtime.ended import of_output, summary_lines
 
     ending = of_output(job_dir.name, code, lines, recipe=recipe, interrupted=code == 130, errors=errors)
     for line in (*summary_lines(ending), f"  job dir: {job_dir}"):
@@ -194,7 +194,7 @@ def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthroug
     return files
 
 
-#: ``<host>@<pid>:<start time>`` of the ``nemotron`` process a local job runs under (:mod:`nemo_runspec.procs`)
+#: ``<host>@<pid>:<start time>`` of the ``nemotron`` process a local job runs under (:mod:`nemo_runspec.runtime.procs`)
 LAUNCHER_ENV = "NEMOTRON_LAUNCHER"
 #: path of a file that exists while the ``nemotron`` command still waits for the job's results
 LEASE_ENV = "NEMOTRON_LAUNCH_LEASE"
@@ -204,7 +204,7 @@ LEASE_FILE = ".launch-lease"
 def _run_tied(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> int:
     """Run ``cmd`` to its end as a child that cannot outlive this process; an interrupt
     stops it (and what it started) and is raised again."""
-    from nemo_runspec import lifeline
+    from nemo_runspec.runtime import lifeline
 
     child = lifeline.spawn(list(cmd), cwd=cwd, env=dict(env))
     try:
@@ -235,7 +235,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
     once the child is gone (Ray's raylet and agents of a local data prep, say)
     is terminated too. Returns 130 after an interrupt.
 
-    The child cannot outlive this process (:mod:`nemo_runspec.lifeline`): if the
+    The child cannot outlive this process (:mod:`nemo_runspec.runtime.lifeline`): if the
     ``nemotron`` process dies, SIGKILL included, the child and its group are
     stopped, so no orphan goes on to publish. ``lease`` (a file) is removed the
     moment the child ends or an interrupt comes, before any signal is sent.
@@ -243,7 +243,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
     import signal
     import subprocess
 
-    from nemo_runspec import lifeline
+    from nemo_runspec.runtime import lifeline
 
     streams = output.popen_kwargs() if output is not None else {}
     try:
@@ -262,7 +262,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                 if interrupted:  # a second Ctrl-C: stop at once
                     _signal_group(child.pid, signal.SIGKILL)
                     continue
-                from nemo_runspec.signals import exit_code
+                from nemo_runspec.runtime.signals import exit_code
 
                 interrupted = exit_code(exc)  # 130 for Ctrl-C, 128 + N for SIGTERM/SIGHUP
                 _end_lease(lease)

@@ -1,7 +1,7 @@
 """Pass a child process's stdout and stderr on as they come, and keep the end of them.
 
 A run here (:mod:`nemo_runspec.execution.local`) prints the job's output as the
-job writes it and then says how the job ended (:mod:`nemo_runspec.ended`), which
+job writes it and then says how the job ended (:mod:`nemo_runspec.runtime.ended`), which
 needs the job's last lines: its outcome line, or its last error. The bytes are
 copied unchanged and at once (a ``\\r`` progress line or a prompt without a
 newline shows as the job wrote it), each stream to its own. Of each stream about

@@ -9,7 +9,7 @@ script in the job dir, the same locally, on Slurm and for Ray:
   same container). A failing command stops the job before the recipe starts.
 - ``runspec_launch.sh``: ``cd`` to ``run.workdir`` (when set), source the setup,
   then ``exec`` the command: ``run.cmd`` with its placeholders filled in
-  (:mod:`nemo_runspec._cmd`), else the usual ``python {script} --config {config}
+  (:mod:`nemo_runspec.spec.cmd`), else the usual ``python {script} --config {config}
   {args}``. Under ``torchrun`` the launch script runs once per node and execs
   torchrun, whose workers each run ``run.cmd`` (``--no-python bash -c CMD``).
 
@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from nemo_runspec._cmd import fill
+from nemo_runspec.spec.cmd import fill
 
 SETUP_FILE = "runspec_setup.sh"
 LAUNCH_FILE = "runspec_launch.sh"

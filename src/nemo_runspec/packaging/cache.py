@@ -21,7 +21,7 @@ from typing import Any
 
 from nemo_runspec.packaging.manifest import FORMAT_VERSION, FileEntry, LazyFileList, PackagingPlan
 from nemo_runspec.paths import nemotron_home
-from nemo_runspec.stale import sweep
+from nemo_runspec.runtime.stale import sweep
 
 logger = logging.getLogger(__name__)
 

@@ -99,7 +99,7 @@ def private_index(root: Path, directory: Path) -> Path | None:
             os.replace(tmp, path)
         except OSError:
             return None
-        from nemo_runspec.stale import sweep
+        from nemo_runspec.runtime.stale import sweep
 
         sweep(directory.glob(".*.tmp"))  # copies half-written by a run that was killed
         if time.time_ns() - st.st_mtime_ns > PRIVATE_INDEX_GRACE_S * 1e9:

@@ -30,7 +30,7 @@ from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 KINDS = ("git", "code", "self_contained", "pattern", "hybrid", "none")
 SUB_KINDS = ("git", "code", "self_contained", "pattern")
@@ -105,7 +105,7 @@ def build_packager(
 ) -> tuple[Any, PackagingPlan]:
     """Build the nemo-run packager named by the profile and its :class:`PackagingPlan`.
 
-    ``build_packager(job)`` does it for a :class:`~nemo_runspec.job.CompiledJob`:
+    ``build_packager(job)`` does it for a :class:`~nemo_runspec.job.compiled.CompiledJob`:
     its run environment and runspec, error locations from its profile, the
     ``[cache]`` dir of its env.toml and progress on the console.
 
@@ -116,7 +116,7 @@ def build_packager(
     train config shipped by ``self_contained``; ``progress`` receives
     :class:`~nemo_runspec.packaging.progress.ProgressEvent`\\ s.
     """
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
     if isinstance(profile_values, CompiledJob):
         from nemo_runspec.packaging.cache import packages_dir

@@ -1,6 +1,6 @@
 """Slurm's client commands (``sbatch``, ``squeue``, ``sacct``, ``scancel``, ``sinfo``) run here.
 
-Each runs as a child tied to this process's life (:mod:`nemo_runspec.lifeline`):
+Each runs as a child tied to this process's life (:mod:`nemo_runspec.runtime.lifeline`):
 it cannot outlive the CLI, and an interrupt (Ctrl-C, SIGTERM, SIGHUP) stops it
 at once instead of waiting for it. Its stderr is read as it comes: a client that
 announces it will retry something that cannot heal while it waits (Slurm's
@@ -50,7 +50,7 @@ def run_here(cmd: str, *, env: Mapping[str, str] | None = None, timeout: float |
     """
     import time
 
-    from nemo_runspec import lifeline
+    from nemo_runspec.runtime import lifeline
 
     child = lifeline.spawn(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, env=dict(env) if env is not None else None)

@@ -1,11 +1,11 @@
 """The end-of-job summary of a Slurm job: its logs read (the end of each, the latest
-attempt's) into an :class:`~nemo_runspec.ended.Ending`.
+attempt's) into an :class:`~nemo_runspec.runtime.ended.Ending`.
 
 ``--run`` (after following a job), ``nemotron jobs status`` and ``nemotron jobs
 logs`` print it (docs/execution.md, "How a job ends"): the outcome line first,
 then ``job ID: STATE (exit code N)``, then for a job that did not succeed the
 tails of the job's log and of the batch script's log with the noise folded away,
-then the log paths. What it says and how it is printed is :mod:`nemo_runspec.ended`,
+then the log paths. What it says and how it is printed is :mod:`nemo_runspec.runtime.ended`,
 shared with the runs the CLI starts here; this module reads a Slurm job's files.
 """
 
@@ -15,7 +15,7 @@ import re
 import shlex
 from typing import Any, Protocol
 
-from nemo_runspec.ended import (  # noqa: F401 - the summary's names, also reachable from here
+from nemo_runspec.runtime.ended import (  # noqa: F401 - the summary's names, also reachable from here
     DEBUG_TAIL_LINES,
     READ_BYTES,
     SLURM_REASONS,
@@ -29,8 +29,8 @@ from nemo_runspec.ended import (  # noqa: F401 - the summary's names, also reach
     state_line,
     tail_of,
 )
-from nemo_runspec.lognoise import fold
-from nemo_runspec.outcome import find_all, pick
+from nemo_runspec.runtime.lognoise import fold
+from nemo_runspec.runtime.outcome import find_all, pick
 
 
 class EndedJob(Protocol):

@@ -83,7 +83,7 @@ def remote_for(sub: Submission) -> Remote:
     remote = Remote.for_profile(values)
     if values.get("tunnel") == "ssh":
         from nemo_runspec.execution.tunnels import probe_tunnel
-        from nemo_runspec.run import quiet_nemo_run
+        from nemo_runspec.job.run_config import quiet_nemo_run
 
         probe_tunnel(values)
         with quiet_nemo_run():  # nemo-run would announce the connection on stdout

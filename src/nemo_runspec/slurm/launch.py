@@ -227,7 +227,7 @@ class SlurmLaunch:
         """Dry run, upload (SSH tunnel), then ``sbatch``: ``Experiment.run(detach=True)``
         for this task. Returns the Slurm job id (also :attr:`job_id`). With
         ``schedule`` false it stops before ``sbatch`` (the script and code are in
-        place on the cluster; :mod:`nemo_runspec.pipeline_sbatch` runs it) and returns None."""
+        place on the cluster; :mod:`nemo_runspec.pipeline.sbatch` runs it) and returns None."""
         from nemo_run.core.tunnel.client import SSHTunnel
 
         self.dryrun()

@@ -280,7 +280,7 @@ def append_entry(entry: Submission, path: str | os.PathLike[str] | None = None) 
     except OSError as exc:
         raise path_error(exc, target, "write the submission ledger") from exc
     try:
-        from nemo_runspec.locks import flock_within
+        from nemo_runspec.runtime.locks import flock_within
 
         try:  # each writer holds it for microseconds; without flock (some NFS), O_APPEND alone
             flock_within(fd, target, timeout=30.0)

@@ -82,8 +82,8 @@ def follow(
     remote = Remote(sub.prepared)
     try:
         return _follow_loop(sub, remote, console, poll, out)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.signals)
-        from nemo_runspec.signals import exit_code
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.runtime.signals)
+        from nemo_runspec.runtime.signals import exit_code
 
         sub.interrupt_code = exit_code(exc)
         # only Ctrl-C asks: a SIGTERM/SIGHUP sender is not at the terminal
@@ -107,9 +107,9 @@ def follow(
 
 
 def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, lines: int = 12) -> None:
-    """The outcome line's message of the log at ``path`` (nemo_runspec.outcome), then its
+    """The outcome line's message of the log at ``path`` (nemo_runspec.runtime.outcome), then its
     last ``lines`` other lines, the job's secrets masked."""
-    from nemo_runspec.outcome import find_all, pick
+    from nemo_runspec.runtime.outcome import find_all, pick
 
     text = remote.read_from(path, 0).decode(errors="replace").splitlines()
     secret_vals = list(sub.prepared.secrets.values()) if sub.prepared else []
@@ -162,7 +162,7 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
     from rich.markup import escape
 
     from nemo_runspec.errors import debug_enabled
-    from nemo_runspec.lognoise import StreamFilter
+    from nemo_runspec.runtime.lognoise import StreamFilter
 
     offset = 0
     last_state: tuple[str, ...] | None = None

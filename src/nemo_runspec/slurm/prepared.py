@@ -34,9 +34,9 @@ from nemo_runspec.execution.tunnels import default_base_dir
 from nemo_runspec.secrets import redact_text
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.packaging.manifest import PackagingPlan
-    from nemo_runspec.squash import SquashPlan
+    from nemo_runspec.slurm.squash import SquashPlan
 
 #: Where the compiled job's train config lands in the job dir, as the job sees it.
 TRAIN_YAML = "/nemo_run/train.yaml"
@@ -62,7 +62,7 @@ class PreparedJob:
     entrypoint: str = "python"
     launch: str = "direct"
     files: dict[str, str] = field(default_factory=dict)
-    #: the container image's squash, when the profile sets squash_dir (nemo_runspec.squash)
+    #: the container image's squash, when the profile sets squash_dir (nemo_runspec.slurm.squash)
     squash: SquashPlan | None = None
     force_squash: bool = False
     """Files written into the job dir before submission (name -> text), e.g. train.yaml."""
@@ -77,14 +77,14 @@ class PreparedJob:
     env_file: str | None = None
     """The env.toml that profile came from (``nemotron jobs`` reads it again)."""
     git_mounts: list[Any] = field(default_factory=list)
-    """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.git_mounts)."""
+    """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.env.git_mounts)."""
     launch_script: Any = None
     """How the job starts through the runspec's launch script, when it does
     (:class:`nemo_runspec.slurm.launch_script.LaunchScript`; a sweep's array renders it per task)."""
     git_dir: str | None = None
     """Where they are cloned on the cluster (``[cache] git_dir``, else ``<job root>/git-cache``)."""
     compiled: Any = None
-    """The :class:`~nemo_runspec.job.CompiledJob` this was prepared from (None for explicit parts)."""
+    """The :class:`~nemo_runspec.job.compiled.CompiledJob` this was prepared from (None for explicit parts)."""
 
     @property
     def attached(self) -> bool:
@@ -170,7 +170,7 @@ class SubmittedJob:
     #: Slurm's last word on the job while following it: pending reason, node list.
     reason: str = ""
     nodes: str = ""
-    #: the Slurm job importing the container image first (nemo_runspec.squash), if any
+    #: the Slurm job importing the container image first (nemo_runspec.slurm.squash), if any
     squash_job_id: str | None = None
     #: exit status after an interrupt that detached: 130 for Ctrl-C, 128+N for SIGTERM/SIGHUP
     #: (:data:`CANCELLED_EXIT` once the interrupt cancelled the job)
@@ -256,7 +256,7 @@ def prepare_job(
     )
     image = container_image(values, runspec)
     if values.get("executor") == "slurm":
-        from nemo_runspec.squash import plan_squash
+        from nemo_runspec.slurm.squash import plan_squash
 
         force = bool(job.force_squash) if job is not None else False
         prepared.squash = plan_squash(values, image, force=force)
@@ -337,7 +337,7 @@ def _torchrun_per_node(prepared: PreparedJob) -> None:
 def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> None:
     """Mount each ``${auto_mount:...}`` repository into the container; until submission
     clones it (and knows its commit) the mount shows ``<REF>`` where the commit goes."""
-    from nemo_runspec import git_mounts
+    from nemo_runspec.env import git_mounts
 
     mounts = git_mounts.from_values(prepared.values.get("git_mounts"))
     if bare_metal:

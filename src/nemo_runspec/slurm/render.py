@@ -15,9 +15,9 @@ from typing import Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution._nemo_run import lean
+from nemo_runspec.runtime.stale import sweep
 from nemo_runspec.secrets import searchable
 from nemo_runspec.slurm.prepared import PreparedJob
-from nemo_runspec.stale import sweep
 
 
 def task_for(job: PreparedJob) -> Any:
@@ -67,7 +67,7 @@ def render_sbatch(job: PreparedJob) -> str:
     lean()
     from nemo_run.core.packaging.base import Packager
 
-    from nemo_runspec.run import quiet_nemo_run
+    from nemo_runspec.job.run_config import quiet_nemo_run
 
     executor = job.executor.clone()
     if not getattr(executor.packager, "symlink_from_remote_dir", None):

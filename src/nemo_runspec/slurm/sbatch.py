@@ -2,7 +2,7 @@
 
 A stop signal (Ctrl-C, SIGTERM, SIGHUP) while ``sbatch`` runs stops it at once:
 the CLI never waits out a slow ``sbatch``, and ``sbatch`` never outlives the CLI
-(here it is a child tied to our life, :mod:`nemo_runspec.lifeline`; over SSH the
+(here it is a child tied to our life, :mod:`nemo_runspec.runtime.lifeline`; over SSH the
 remote ``sbatch`` of this script is killed). A stopped ``sbatch`` may still have
 reached the controller, so Slurm is asked for a job of ours that runs this very
 script (``squeue --me -n NAME -o '%i|%o'``: the script's path holds the
@@ -43,7 +43,7 @@ def sbatch(argv: Sequence[str], *, script: str, job_name: str | None, run: Run, 
             return run_here(command)
         return run(command)
     except KeyboardInterrupt as exc:
-        from nemo_runspec.signals import deferred
+        from nemo_runspec.runtime.signals import deferred
 
         try:
             with deferred():  # a second Ctrl-C must not cut the clean-up short

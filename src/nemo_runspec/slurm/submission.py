@@ -44,7 +44,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
 
     With ``schedule`` false everything but the ``sbatch`` call is done (code,
     secrets file and script in place on the cluster) and the returned job has
-    ``job_id == ""``: the sbatch launcher (:mod:`nemo_runspec.pipeline_sbatch`)
+    ``job_id == ""``: the sbatch launcher (:mod:`nemo_runspec.pipeline.sbatch`)
     runs such staged scripts one after another in a single allocation and calls
     :func:`remove_staged` for them when its own submission fails.
 
@@ -54,14 +54,14 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
     decides the job's fate itself (a pipeline cancels its whole chain) passes
     ``announce=False`` and says what happened.
     """
-    from nemo_runspec import lifeline
     from nemo_runspec.execution._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
+    from nemo_runspec.runtime import lifeline
 
     lean()
-    from nemo_runspec.run import quiet_nemo_run
-    from nemo_runspec.signals import mark
+    from nemo_runspec.job.run_config import quiet_nemo_run
+    from nemo_runspec.runtime.signals import mark
 
     since = mark()  # only a signal during this submission makes a failure an interrupt
     probe_tunnel(job.values)
@@ -138,7 +138,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
         _cleanup_failed(job)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
-        from nemo_runspec.signals import Interrupted, received
+        from nemo_runspec.runtime.signals import Interrupted, received
 
         if (sig := received(since)) is not None:
             # the signal reached a child (rsync, tar, ssh) first and invoke swallowed ours:
@@ -159,7 +159,7 @@ def _sync_git_mounts(job: PreparedJob, executor: Any) -> None:
     each one's commit in place of its placeholder, and record the commits in ``job.yaml``."""
     import sys
 
-    from nemo_runspec import git_mounts
+    from nemo_runspec.env import git_mounts
     from nemo_runspec.slurm.remote import Remote
 
     assert job.git_dir is not None
@@ -221,7 +221,7 @@ def sweep_unsubmitted(base_dir: str | os.PathLike[str]) -> list[str]:
     (their ``.nemotron-submitting.<pid>`` marker names a process that is gone)."""
     from pathlib import Path
 
-    from nemo_runspec.stale import is_stale, remove
+    from nemo_runspec.runtime.stale import is_stale, remove
 
     removed = []
     for marker in Path(base_dir).glob(f"experiments/*/*/{SUBMITTING}.*"):
@@ -318,7 +318,7 @@ def _squash_first(job: PreparedJob, executor: Any) -> str | None:
         return None
     from nemo_runspec.execution.executor import _as_handle
     from nemo_runspec.slurm.remote import Remote
-    from nemo_runspec.squash import ensure_squashed_image
+    from nemo_runspec.slurm.squash import ensure_squashed_image
 
     job_id = ensure_squashed_image(Remote(job).run, job.squash, force=job.force_squash)
     if job_id is not None:

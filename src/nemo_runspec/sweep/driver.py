@@ -64,7 +64,7 @@ def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Any, cfg: RecipeCon
     if first.kind == "other":
         raise ConfigError(f"-m/--multirun runs here or on Slurm; executor = {first.job.executor!r} "
                           "is not supported", key="executor", hint="submit the points one by one without -m")
-    from nemo_runspec.job import _refuse_profile_as_argument
+    from nemo_runspec.job.compiled import _refuse_profile_as_argument
 
     _refuse_profile_as_argument(cfg.bare_words, first.job.env_file)
     if first.kind == "local" or (first.kind == "dry-run" and first.prepared is None):

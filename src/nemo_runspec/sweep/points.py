@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from nemo_runspec.config.sweep import Point
 
 if TYPE_CHECKING:
-    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.job.compiled import CompiledJob
 
 
 @dataclass

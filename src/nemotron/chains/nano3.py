@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nemo_runspec.step import Step
+from nemo_runspec.pipeline.step import Step
 from nemotron.recipes import RECIPES_DIR
 
 NANO3 = RECIPES_DIR / "nano3"

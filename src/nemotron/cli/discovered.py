@@ -14,7 +14,7 @@ A generated command behaves like a hand-written one: the recipe help panels
 (configs, profiles, artifacts and examples from the script's docstring),
 ``-c``, overrides, ``--run``/``--batch``/``--dry-run``, through
 :func:`nemo_runspec.cli.execute.execute_recipe`. Scripts are found by
-:mod:`nemo_runspec.discovery` (reading only their PEP 723 block); the full
+:mod:`nemo_runspec.spec.discovery` (reading only their PEP 723 block); the full
 runspec is parsed when the command is looked up, and a broken one becomes a
 stub that reports it (one line, exit 2) without hiding other commands.
 """
@@ -28,10 +28,10 @@ from typing import Any
 
 import typer
 
-from nemo_runspec.cli.context import GlobalContext
 from nemo_runspec.cli.help import FastHelpCommand, FastHelpGroup
 from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, RecipeTyper
-from nemo_runspec.discovery import (
+from nemo_runspec.cmdline.context import GlobalContext
+from nemo_runspec.spec.discovery import (
     Discovery,
     FoundRecipe,
     RecipeDir,
@@ -159,7 +159,7 @@ def recipe_command(script: str | os.PathLike[str], name: str) -> Any:
     else:
         def command(ctx: typer.Context) -> int | str | None:
             from nemo_runspec.cli.execute import execute_recipe
-            from nemo_runspec.cli.recipe_config import parse_recipe_config
+            from nemo_runspec.cmdline.recipe_config import parse_recipe_config
 
             return execute_recipe(spec, parse_recipe_config(ctx))
 

@@ -49,8 +49,8 @@ def _load(path: str | Path, overrides: list[str] | None) -> tuple[Any, list[Path
 
 def main(kind: str, argv: list[str] | None = None, *, default_config: str | Path | None = None) -> int:
     """Entry point of a recipe data-prep script; returns the process exit code. The last
-    line is the outcome line (:mod:`nemo_runspec.outcome`)."""
-    from nemo_runspec import outcome
+    line is the outcome line (:mod:`nemo_runspec.runtime.outcome`)."""
+    from nemo_runspec.runtime import outcome
 
     return outcome.run(f"nano3/data/prep/{kind}", lambda report: _main(report, kind, argv, default_config))
 

@@ -2,7 +2,7 @@
 
 - **One writer.** ``<out>/.nemotron-data-prep.lock`` exists from the plan to the
   publish and names its holder (host, pid, start time:
-  :class:`nemo_runspec.locks.HolderLock`). A second run while the holder runs is
+  :class:`nemo_runspec.runtime.locks.HolderLock`). A second run while the holder runs is
   refused at once, naming it; a holder on another host is named with how to
   clear its lock; a holder on this host that is gone (killed: its pid gone, or
   reused by another process) has its lock taken over, and the run says that the
@@ -84,7 +84,7 @@ def candidates(kind: str, shard_names: Iterable[str]) -> set[str]:
 
 def describe_holder(text: str | None) -> str:
     """``pid 123 on host, since 2025-01-01T10:00:00`` from a lock file's line."""
-    from nemo_runspec.locks import Holder
+    from nemo_runspec.runtime.locks import Holder
 
     holder = Holder.parse(text)
     return holder.describe() if holder else (text or "").strip() or "a process that did not say who it is"
@@ -100,14 +100,14 @@ class OutputLock:
     """
 
     def __init__(self, out_dir: Path) -> None:
-        from nemo_runspec.locks import HolderLock
+        from nemo_runspec.runtime.locks import HolderLock
 
         self.out_dir = out_dir
         self.path = out_dir / LOCK
         self._lock = HolderLock(self.path)
 
     def _busy(self, busy: Any) -> ExecutionError:
-        from nemo_runspec.locks import elsewhere_hint
+        from nemo_runspec.runtime.locks import elsewhere_hint
 
         holder = busy.holder
         hint = (elsewhere_hint(holder, self.path) if holder is not None and not holder.here
@@ -117,7 +117,7 @@ class OutputLock:
 
     def acquire(self) -> str | None:
         """Take the lock at once or fail; return the line of a killed previous holder taken over."""
-        from nemo_runspec.locks import Busy
+        from nemo_runspec.runtime.locks import Busy
 
         try:
             gone = self._lock.try_acquire()
@@ -201,7 +201,7 @@ def in_the_way(out_dir: Path, kind: str, manifest: Manifest | None) -> list[str]
 
 def sweep_tmp(out_dir: Path, kind: str) -> list[str]:
     """Remove temporary files of ours (``.<name>.<pid>-<hex>.tmp``) whose writer is gone."""
-    from nemo_runspec.stale import pid_alive
+    from nemo_runspec.runtime.stale import pid_alive
 
     owned = owned_pattern(kind)
     removed = []

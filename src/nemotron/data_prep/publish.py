@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.ranks import global_rank
+from nemo_runspec.runtime.ranks import global_rank
 
 
 def publish_output(cfg: Mapping[str, Any] | Any, out_dir: str | Path, summary: dict[str, Any]) -> Any:

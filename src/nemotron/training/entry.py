@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_runspec.errors import ConfigError, ExecutionError, NemoRunspecError, raised_inside
-from nemo_runspec.ranks import global_rank
+from nemo_runspec.runtime.ranks import global_rank
 
 from .reference_layout import REFERENCE_SFT_KEYS, reference_sft_layout  # noqa: F401 - entry's names too
 from .resilience import (
@@ -246,7 +246,7 @@ def _pretrained_dir(cfg: Any, kind: str) -> str | None:
         return None
     from omegaconf import OmegaConf
 
-    from nemo_runspec.dotted import lookup
+    from nemo_runspec.runtime.dotted import lookup
 
     if not lookup(OmegaConf.to_container(cfg, resolve=False), key):
         return None
@@ -259,7 +259,7 @@ def _pretrained_dir(cfg: Any, kind: str) -> str | None:
 
 def run_fallback(kind: str, cfg: Any, report: Any = None) -> int:
     """Build the task for ``kind`` and train it with the tiny torch fallback; returns the exit code.
-    ``report`` (a :class:`nemo_runspec.outcome.Report`) gets the run's summary line and figures."""
+    ``report`` (a :class:`nemo_runspec.runtime.outcome.Report`) gets the run's summary line and figures."""
     from omegaconf import OmegaConf
 
     from . import progress
@@ -323,8 +323,8 @@ def training_summary(summary: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def wandb_view(cfg: Any) -> dict[str, Any]:
     """The parts of a loaded config that say whether and where to log to W&B (``run.wandb``,
-    ``logger``), resolved (:func:`nemo_runspec.wandb_switch.wandb_view`)."""
-    from nemo_runspec.wandb_switch import wandb_view as view
+    ``logger``), resolved (:func:`nemo_runspec.runtime.wandb_switch.wandb_view`)."""
+    from nemo_runspec.runtime.wandb_switch import wandb_view as view
 
     return view(cfg)
 
@@ -377,9 +377,9 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
 
     User errors print one ``error: ...`` line on stderr (exit 2 for config/data
     problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
-    The last line is the outcome line (:mod:`nemo_runspec.outcome`).
+    The last line is the outcome line (:mod:`nemo_runspec.runtime.outcome`).
     """
-    from nemo_runspec import outcome
+    from nemo_runspec.runtime import outcome
 
     return outcome.run(f"nano3/{kind}", lambda report: _main(report, kind, argv, description=description,
                                                              native_module=native_module, script=script,

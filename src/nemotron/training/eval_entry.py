@@ -1,6 +1,6 @@
 """The entry point of the ``nano3/eval`` recipe (``recipes/nano3/eval/eval.py``): load the
 config, choose the backend, evaluate, write and publish the results, and end with the
-outcome line (:mod:`nemo_runspec.outcome`). The evaluation itself is in
+outcome line (:mod:`nemo_runspec.runtime.outcome`). The evaluation itself is in
 :mod:`nemotron.training.evaluate`."""
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ def _say(msg: str) -> None:
 
 def main(argv: list[str] | None = None, *, script: str | None = None) -> int:
     """Entry point of ``recipes/nano3/eval/eval.py``; returns the exit code. The last line
-    is the outcome line (:mod:`nemo_runspec.outcome`): the ``eval: ...`` line and the metrics."""
-    from nemo_runspec import outcome
+    is the outcome line (:mod:`nemo_runspec.runtime.outcome`): the ``eval: ...`` line and the metrics."""
+    from nemo_runspec.runtime import outcome
 
     return outcome.run(NAME, lambda report: _main(report, argv, script))
 
 
 def _main(report: Any, argv: list[str] | None, script: str | None) -> int:
-    from nemo_runspec import evaluator
+    from nemo_runspec.evaluation import evaluator
 
     from .entry import job_dir
 

@@ -2,7 +2,7 @@
 
 ``recipes/nano3/eval/eval.py`` runs :func:`nemotron.training.eval_entry.main` as ``python eval.py --config
 <train.yaml> [key=value ...] [--task NAME ...]``. Which backend evaluates is
-:func:`nemo_runspec.evaluator.evaluation_backend` of the config, then what is
+:func:`nemo_runspec.evaluation.evaluator.evaluation_backend` of the config, then what is
 importable here:
 
 - **NeMo Evaluator** (``nemo_evaluator_launcher``): the config minus our keys,
@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.dotted import lookup
 from nemo_runspec.errors import ConfigError, ExecutionError
+from nemo_runspec.runtime.dotted import lookup
 
 # the tasks' own module; their names stay importable from here
 from .eval_tasks import METRICS, TASK_FUNCTIONS, answer_exact_match, heldout_perplexity  # noqa: F401
@@ -73,7 +73,7 @@ def _say(msg: str) -> None:
 
 def parse_args(argv: list[str] | None) -> tuple[str, list[str], list[str]]:
     """``(config path, key=value overrides, selected tasks)`` of the script's command line."""
-    from nemo_runspec.evaluator import parse_task_flags
+    from nemo_runspec.evaluation.evaluator import parse_task_flags
 
     parser = argparse.ArgumentParser(description="Evaluate a model (NeMo Evaluator or the CPU fallback).")
     parser.add_argument("--config", required=True, help="eval config YAML written by the CLI")
@@ -92,7 +92,7 @@ def load_config(path: str, overrides: list[str], tasks: list[str]) -> Any:
     from omegaconf import OmegaConf
 
     from nemo_runspec.config import load_config_file
-    from nemo_runspec.evaluator import wanted_tasks
+    from nemo_runspec.evaluation.evaluator import wanted_tasks
 
     cfg = load_config_file(path, overrides)
     if tasks:
@@ -104,8 +104,8 @@ def load_config(path: str, overrides: list[str], tasks: list[str]) -> Any:
 
 def choose_backend(cfg: Any) -> str:
     """``"native"``, ``"torch"`` or ``"missing"``: the config's wish
-    (:func:`~nemo_runspec.evaluator.evaluation_backend`) and what imports here."""
-    from nemo_runspec.evaluator import evaluation_backend
+    (:func:`~nemo_runspec.evaluation.evaluator.evaluation_backend`) and what imports here."""
+    from nemo_runspec.evaluation.evaluator import evaluation_backend
 
     from .entry import importable, native_usable
 
@@ -150,7 +150,7 @@ def fallback_plan(cfg: Any, *, resolve: bool = True) -> dict[str, Any]:
     """What the CPU fallback evaluates (written as ``eval.yaml``): the model, the
     tokenizer and the selected tasks with their data and settings. With
     ``resolve=False`` the values stay as written (``${art:...}``): the dry run."""
-    from nemo_runspec.evaluator import select_tasks, wanted_tasks
+    from nemo_runspec.evaluation.evaluator import select_tasks, wanted_tasks
 
     from .entry import resolve_path_key
 
@@ -336,7 +336,7 @@ def run_native(cfg: Any, job_dir: Path) -> dict[str, Any]:
     ``eval.yaml``); returns the results record (the launcher's invocation)."""
     from omegaconf import OmegaConf
 
-    from nemo_runspec import evaluator
+    from nemo_runspec.evaluation import evaluator
 
     from .entry import resolve_path_key
     from .formats import check_model_input
@@ -407,7 +407,7 @@ def show_plan(ev: Any, *, console: Any = None) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from nemo_runspec import evaluator
+    from nemo_runspec.evaluation import evaluator
 
     out = console or Console(highlight=False)
     script = ev.job.script_config()
@@ -429,9 +429,9 @@ def prepare_eval(job: Any) -> Any:
     """The evaluation job of ``job`` made ready, the same for ``nano3 eval`` and the chain's
     eval stage: task selection, env.toml ``[wandb]`` into the evaluator config (and the W&B
     key through the secrets path); its dry run followed by :func:`show_plan`; the evaluator
-    images' ``.sqsh`` imports submitted before it (a :class:`nemo_runspec.step.Preparation`)."""
-    from nemo_runspec import evaluator
-    from nemo_runspec.step import Preparation
+    images' ``.sqsh`` imports submitted before it (a :class:`nemo_runspec.pipeline.step.Preparation`)."""
+    from nemo_runspec.evaluation import evaluator
+    from nemo_runspec.pipeline.step import Preparation
 
     ev = evaluator.prepare_eval_job(job)
     return Preparation(ev.job, show=lambda console: show_plan(ev, console=console),

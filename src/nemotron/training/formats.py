@@ -75,7 +75,7 @@ def _recorded(raw_cfg: dict[str, Any], key: str) -> tuple[str | None, str | None
     """``(recorded format, artifact ref)`` of the artifact ``key``'s value names (Nones when it
     names none). Resolved through the job's pinned answers on a multi-rank job."""
     from nemo_runspec.config.resolvers import lookup, reference_for
-    from nemo_runspec.dotted import lookup as dotted
+    from nemo_runspec.runtime.dotted import lookup as dotted
 
     art_key = _artifact_key(dotted(raw_cfg, key))
     if art_key is None:
@@ -99,7 +99,7 @@ def check_model_input(kind: str, cfg: Any, backend: str, *, resolve: Any) -> str
         return None
     from omegaconf import OmegaConf
 
-    from nemo_runspec.dotted import lookup as dotted
+    from nemo_runspec.runtime.dotted import lookup as dotted
 
     raw = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=False)
     if dotted(raw, key) in (None, ""):

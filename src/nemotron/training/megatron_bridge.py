@@ -331,7 +331,7 @@ def run(kind: str, cfg: Mapping[str, Any], *, importer: Callable[[str], Any] = i
     """
     import inspect
 
-    from nemo_runspec.ranks import global_rank
+    from nemo_runspec.runtime.ranks import global_rank
 
     from .native_resilience import NativeResilience
 

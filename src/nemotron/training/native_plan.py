@@ -104,6 +104,6 @@ def show_dry_run(job: Any, slurm_job: Any = None, *, console: Any = None) -> int
 
 def prepare_native(job: Any) -> Any:
     """A pipeline step's ``prepare`` hook: the job as it is, its dry run followed by the block."""
-    from nemo_runspec.step import Preparation
+    from nemo_runspec.pipeline.step import Preparation
 
     return Preparation(job, show=lambda console: show_plan(job, console))

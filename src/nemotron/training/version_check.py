@@ -171,7 +171,7 @@ def gate(stage: str, cfg: Any, *, native_found: bool, default_image: str | None 
         messages, decision = [f"note: {exc}; the config allows the CPU fallback: using it"], "torch"
     else:
         decision = None
-    from nemo_runspec.ranks import global_rank
+    from nemo_runspec.runtime.ranks import global_rank
 
     if global_rank() == 0:  # the same on every rank: said once
         for message in messages:

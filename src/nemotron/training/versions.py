@@ -133,7 +133,7 @@ TABLE: tuple[ImageRow, ...] = (
 
 
 #: the NeMo Evaluator line the eval stage writes its run config for: ``nemo-evaluator-launcher``
-#: 0.2.x (>= 0.2.6: its env_vars host:/lit: prefixes, export.env_vars; nemo_runspec.evaluator),
+#: 0.2.x (>= 0.2.6: its env_vars host:/lit: prefixes, export.env_vars; nemo_runspec.evaluation.evaluator),
 #: which requires ``nemo-evaluator>=0.2.0,<0.3.0`` (its pyproject at tag
 #: nemo-evaluator-launcher-v0.2.6, 2026-05-21, the last launcher release). NeMo Evaluator
 #: v0.3.0 (2026-06-03) replaced the launcher with ``nel eval run`` and a new config

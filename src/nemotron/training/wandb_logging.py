@@ -2,7 +2,7 @@
 settings, mapped onto each backend.
 
 On when the stage config turns it on, in the form of its native backend, or in
-the launcher's ``run.wandb`` -- the rule of :mod:`nemo_runspec.wandb_switch`, which
+the launcher's ``run.wandb`` -- the rule of :mod:`nemo_runspec.runtime.wandb_switch`, which
 the CLI applies too when it decides whether the job gets the API key:
 
 - pretrain / SFT (Megatron-Bridge's ``LoggerConfig``): ``logger.wandb_project``;
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nemo_runspec.dotted import lookup
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.wandb_switch import wandb_switch
+from nemo_runspec.runtime.dotted import lookup
+from nemo_runspec.runtime.wandb_switch import wandb_switch
 
 EXTRA = "nemotron[wandb]"
 
@@ -67,7 +67,7 @@ def _first(*values: Any) -> str | None:
 def wandb_settings(cfg: Mapping[str, Any], kind: str,
                    environ: Mapping[str, str] | None = None) -> WandbSettings | None:
     """The W&B settings of a resolved stage config ``cfg`` (``kind``: pretrain, sft or rl), or None when off
-    (the rule of :func:`nemo_runspec.wandb_switch.wandb_switch`, which the CLI applies too)."""
+    (the rule of :func:`nemo_runspec.runtime.wandb_switch.wandb_switch`, which the CLI applies too)."""
     environ = os.environ if environ is None else environ
     switch = wandb_switch(cfg, kind)
     if switch is None:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec.artifact_registry import ArtifactRegistry, WandbBackend
-from nemo_runspec.exceptions import (
+from nemo_runspec.artifacts.errors import (
     ArtifactNotFoundError,
     ArtifactPublishError,
     ArtifactVersionNotFoundError,
 )
+from nemo_runspec.artifacts.registry import ArtifactRegistry, WandbBackend
 from tests import wandb_offline
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from nemo_runspec.artifacts.errors import (
+    ArtifactError,
+    ArtifactPublishError,
+)
 from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
 from nemo_runspec.artifacts.registry import (
     ArtifactRegistry,
-)
-from nemo_runspec.exceptions import (
-    ArtifactError,
-    ArtifactPublishError,
 )
 
 

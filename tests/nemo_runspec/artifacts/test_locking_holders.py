@@ -1,4 +1,4 @@
-"""The registry's locks follow the one rule (nemo_runspec.locks): a gone holder on this host
+"""The registry's locks follow the one rule (nemo_runspec.runtime.locks): a gone holder on this host
 is taken over at once with one line, one on another host is named with how to clear it, and
 a kernel flock kept by a process the holder left behind names that process."""
 
@@ -15,8 +15,8 @@ from socket import gethostname as this_host
 
 import pytest
 
+from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.artifacts.locking import FlockLock, LeaseLock, _write_synced
-from nemo_runspec.exceptions import ArtifactError
 
 
 def lease(path: Path, timeout: float = 0.5) -> LeaseLock:

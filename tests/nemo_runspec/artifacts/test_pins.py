@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from nemo_runspec.artifacts import pins
+from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.artifacts.registry import ArtifactRegistry
-from nemo_runspec.exceptions import ArtifactError
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec.artifacts.errors import (
+    ArtifactError,
+)
 from nemo_runspec.artifacts.refs import Artifact, parse_ref, version_number
 from nemo_runspec.artifacts.registry import (
     ArtifactRegistry,
-)
-from nemo_runspec.exceptions import (
-    ArtifactError,
 )
 from tests.nemo_runspec.artifacts.test_registry_contract_mutants import _record
 

@@ -13,7 +13,13 @@ import fsspec
 import pytest
 from omegaconf import OmegaConf
 
-from nemo_runspec.artifact_registry import (
+from nemo_runspec.artifacts.errors import (
+    ArtifactError,
+    ArtifactNotFoundError,
+    ArtifactPublishError,
+    ArtifactVersionNotFoundError,
+)
+from nemo_runspec.artifacts.registry import (
     ArtifactRegistry,
     FsspecBackend,
     parse_ref,
@@ -21,12 +27,6 @@ from nemo_runspec.artifact_registry import (
     set_registry,
 )
 from nemo_runspec.config import resolvers
-from nemo_runspec.exceptions import (
-    ArtifactError,
-    ArtifactNotFoundError,
-    ArtifactPublishError,
-    ArtifactVersionNotFoundError,
-)
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_memory_fsspec_backend(payload):
 
 
 def test_art_filesystem(reg, payload):
-    import nemo_runspec.filesystem  # noqa: F401 - registers art://
+    import nemo_runspec.artifacts.filesystem  # noqa: F401 - registers art://
 
     reg.publish("ds", payload, copy=True)
     with fsspec.open("art://ds:latest/blend.json", "rt") as f:
@@ -239,7 +239,7 @@ def test_handoff_timeout(tmp_path):
 def test_no_env_leak_of_registry_root(monkeypatch, tmp_path, payload):
     monkeypatch.setenv("NEMOTRON_ARTIFACTS_ROOT", str(tmp_path / "envroot"))
     set_registry(None)
-    from nemo_runspec.artifact_registry import get_registry
+    from nemo_runspec.artifacts.registry import get_registry
 
     r = get_registry()
     assert r.location == str(tmp_path / "envroot")

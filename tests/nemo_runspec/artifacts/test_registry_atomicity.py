@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec.artifacts.errors import ArtifactPublishError, ArtifactVersionNotFoundError
 from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
 from nemo_runspec.artifacts.registry import ArtifactRegistry
-from nemo_runspec.exceptions import ArtifactPublishError, ArtifactVersionNotFoundError
 
 CTX = mp.get_context("fork")
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec.artifacts.errors import ArtifactError, ArtifactNotFoundError
 from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
 from nemo_runspec.artifacts.registry import ArtifactRegistry
-from nemo_runspec.exceptions import ArtifactError, ArtifactNotFoundError
 
 N = 16
 CTX = mp.get_context("fork")

@@ -18,6 +18,12 @@ import fsspec
 import pytest
 
 from nemo_runspec.artifacts import registry as registry_module
+from nemo_runspec.artifacts.errors import (
+    ArtifactError,
+    ArtifactNotFoundError,
+    ArtifactPublishError,
+    ArtifactVersionNotFoundError,
+)
 from nemo_runspec.artifacts.fsspec_backend import FsspecBackend
 from nemo_runspec.artifacts.registry import (
     ArtifactRegistry,
@@ -26,12 +32,6 @@ from nemo_runspec.artifacts.registry import (
     registry_for,
     registry_from_config,
     set_registry,
-)
-from nemo_runspec.exceptions import (
-    ArtifactError,
-    ArtifactNotFoundError,
-    ArtifactPublishError,
-    ArtifactVersionNotFoundError,
 )
 
 

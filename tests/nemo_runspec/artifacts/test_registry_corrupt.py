@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec.artifacts.errors import ArtifactError, ArtifactPublishError
 from nemo_runspec.artifacts.registry import ArtifactRegistry
-from nemo_runspec.exceptions import ArtifactError, ArtifactPublishError
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec.artifact_registry import (
+from nemo_runspec.artifacts.errors import ArtifactError, ArtifactPublishError
+from nemo_runspec.artifacts.registry import (
     ArtifactRegistry,
     WandbBackend,
     registry_for,
     registry_from_config,
 )
 from nemo_runspec.artifacts.wandb_backend import RECORD_FILE, RECORD_KEY
-from nemo_runspec.exceptions import ArtifactError, ArtifactPublishError
 from tests import wandb_offline
 
 
@@ -119,8 +119,8 @@ def test_unreachable_server_is_one_line(wandb_dir, monkeypatch):
 def test_a_process_whose_w_and_b_is_unreachable_exits_promptly(tmp_path):
     """The CLI prints the one-line error and exits; wandb's exit hook used to wait on its service for minutes."""
     script = (
-        "from nemo_runspec.artifact_registry import ArtifactRegistry, WandbBackend\n"
-        "from nemo_runspec.exceptions import ArtifactError\n"
+        "from nemo_runspec.artifacts.registry import ArtifactRegistry, WandbBackend\n"
+        "from nemo_runspec.artifacts.errors import ArtifactError\n"
         "try:\n"
         "    ArtifactRegistry(backend=WandbBackend(entity='team', project='proj', api_timeout=2)).resolve('ds')\n"
         "except ArtifactError as e:\n"
@@ -164,7 +164,7 @@ def test_job_env_carries_the_wandb_registry_and_its_key(monkeypatch):
 def test_nothing_imports_wandb_until_the_backend_is_used():
     from tests.import_probes import imported_after
 
-    code = ("from nemo_runspec.artifact_registry import registry_from_config\n"
+    code = ("from nemo_runspec.artifacts.registry import registry_from_config\n"
             "r = registry_from_config({'backend': 'wandb'}, wandb={'project': 'p'})\n"
             "r.location\n"
             "import io, sys\nsys.argv = ['nemotron', '--help']\nout, sys.stdout = sys.stdout, io.StringIO()\n"

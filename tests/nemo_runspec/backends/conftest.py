@@ -60,8 +60,8 @@ def compile_hello(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[.
     """``compile_hello(profile, *passthrough, dry_run=True)``: the demo recipe compiled for
     ``profile`` of ENV_TOML (None: no profile), as ``nemotron run hello.py`` compiles it."""
     from nemo_runspec import parse
-    from nemo_runspec.job import compile_job
-    from nemo_runspec.run import RunConfig
+    from nemo_runspec.job.compiled import compile_job
+    from nemo_runspec.job.run_config import RunConfig
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "default.yaml").write_text("greeting: hi\n")

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from nemo_runspec.cli.execute import execute_recipe
-from nemo_runspec.run import RunConfig
-from tests.nemo_runspec.test_compose import recipe  # noqa: F401 - the recipe fixture
+from nemo_runspec.job.run_config import RunConfig
+from tests.nemo_runspec.backends.test_compose import recipe  # noqa: F401 - the recipe fixture
 
 
 def _outputs(home: Path) -> list[Path]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nemo_runspec.run import RunConfig
-from tests.nemo_runspec.test_run_config import make_spec
+from nemo_runspec.job.run_config import RunConfig
+from tests.nemo_runspec.job.test_run_config import make_spec
 
 
 @pytest.fixture
@@ -14,8 +14,8 @@ def spec(tmp_path, monkeypatch):
 
 
 def test_recipe_config_converts_both_ways(spec) -> None:
-    from nemo_runspec.cli.context import split_global_args
-    from nemo_runspec.cli.recipe_config import RecipeConfig, recipe_config_from
+    from nemo_runspec.cmdline.context import split_global_args
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig, recipe_config_from
 
     gctx, rest = split_global_args(["-c", "tiny", "--run", "dev", "steps=4", "--", "--x"])
     cli = recipe_config_from(gctx, rest)

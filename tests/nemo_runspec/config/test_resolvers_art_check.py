@@ -14,7 +14,7 @@ from nemo_runspec.artifacts.registry import ArtifactRegistry
 from nemo_runspec.cli_context import split_global_args
 from nemo_runspec.config.resolvers import registry_reachable
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.job import compile_job
+from nemo_runspec.job.compiled import compile_job
 from nemo_runspec.recipe_config import recipe_config_from
 from tests.nemotron_cli import NEMOTRON
 

@@ -95,7 +95,7 @@ def test_build_env_vars_reads_an_env_vars_list():
 
 
 def test_the_secret_from_build_env_vars_is_refused_with_how_to_pass_it():
-    job_config = {"run": {"wandb": {"project": "p"}}}  # W&B on (nemo_runspec.wandb_switch)
+    job_config = {"run": {"wandb": {"project": "p"}}}  # W&B on (nemo_runspec.runtime.wandb_switch)
     env = {"executor": "slurm"}
     env_vars = build_env_vars(job_config, env, environ={"WANDB_API_KEY": "wk-12345678"})
     with pytest.raises(ExecutionError, match="WANDB_API_KEY") as err:

@@ -9,10 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from nemo_runspec import parse_text
-from nemo_runspec._schema import runspec_json_schema
 from nemo_runspec.env import load_env_profile
+from nemo_runspec.spec.schema import runspec_json_schema
+from tests.nemo_runspec.spec.test_parser import _fresh_cache, err, runspec_block  # noqa: F401 - _fresh_cache: autouse
 from tests.nemo_runspec.test_dollar_rule import _profile
-from tests.nemo_runspec.test_parser import _fresh_cache, err, runspec_block  # noqa: F401 - _fresh_cache: autouse
 
 
 def test_the_issue_examples_through_the_job_config(tmp_path: Path, monkeypatch) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 
 MATRIX = """\
 # [[tool.runspec.scales]]
@@ -54,7 +54,7 @@ def _script(tmp_path: Path, matrix: str = MATRIX) -> Path:
 
 def _compile(tmp_path, *overrides, profile="h100", allow=False, config=None):
     from nemo_runspec import parse
-    from nemo_runspec.cli.recipe_config import RecipeConfig
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
 
     run = RunConfig(profile=profile, detach=profile is not None, config=config, overrides=tuple(overrides),
                     env_file=str(tmp_path / "env.toml"))

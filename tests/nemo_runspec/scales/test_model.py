@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nemo_runspec import parse_text
-from nemo_runspec._parser import collect_errors
 from nemo_runspec.errors import RunspecError
+from nemo_runspec.spec.parser import collect_errors
 from tests.nemo_runspec.scales.test_apply import MATRIX, _script
 
 

@@ -91,7 +91,7 @@ def full_render(job) -> str:
     """What render_sbatch did before the lean path: nemo-run's Experiment.dryrun."""
     import nemo_run as run
 
-    from nemo_runspec.run import quiet_nemo_run
+    from nemo_runspec.job.run_config import quiet_nemo_run
 
     executor = job.executor.clone()
     if not getattr(executor.packager, "symlink_from_remote_dir", None):
@@ -112,7 +112,7 @@ def full_render(job) -> str:
 def full_submit(job) -> str:
     """What submit_detached did before the lean path: nemo-run's Experiment.run."""
     from nemo_runspec.execution.submit_env import submission_environment
-    from nemo_runspec.run import quiet_nemo_run
+    from nemo_runspec.job.run_config import quiet_nemo_run
     from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets
 
     job.local_exp_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,7 @@ def full_submit(job) -> str:
 
 
 def _experiment(job, base_dir: Path):
-    from nemo_runspec.run import experiment_class
+    from nemo_runspec.job.run_config import experiment_class
 
     return experiment_class()(
         job.title, id=job.exp_id, base_dir=str(base_dir), clean_mode=True,

@@ -55,7 +55,7 @@ def test_timeout_stops_the_command(tmp_path):
 
 CHILD = textwrap.dedent('''
     import os, sys, threading, time
-    from nemo_runspec import signals
+    from nemo_runspec.runtime import signals
     signals.install()
     mark = sys.argv[1]
     def fire():

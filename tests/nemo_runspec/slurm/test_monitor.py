@@ -141,7 +141,7 @@ def test_dry_run_tables_show_bracketed_values_whole(tmp_path):
 def test_every_interrupt_that_detaches_exits_128_plus_its_signal(tmp_path, monkeypatch, sig, code):
     """The exit-code table (docs/cli.md): a detach is 128+signal, never 0 and never 4 (a cancel);
     only Ctrl-C asks, so SIGTERM/SIGHUP detach even on a terminal."""
-    from nemo_runspec.signals import Interrupted
+    from nemo_runspec.runtime.signals import Interrupted
 
     def run(self: Remote, cmd: str) -> tuple[int, str, str]:
         if cmd.startswith("squeue"):

@@ -57,7 +57,7 @@ def test_a_failed_mkdir_on_the_cluster_says_what_failed_where(tmp_path, monkeypa
     does not make the failure an interrupt."""
     import signal
 
-    from nemo_runspec import signals
+    from nemo_runspec.runtime import signals
 
     monkeypatch.setattr(signals, "_RECEIVED", [signal.SIGINT] if earlier_interrupt else [])
     from invoke.exceptions import UnexpectedExit

@@ -16,8 +16,8 @@ import pytest
 from nemo_runspec import packaging, parse, slurm
 from nemo_runspec.config.sweep import expand
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemo_runspec.slurm.submission import submit_detached
 from nemo_runspec.sweep.array import array_spec, build
 from nemo_runspec.sweep.points import derive

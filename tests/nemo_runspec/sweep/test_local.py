@@ -11,8 +11,8 @@ import pytest
 
 from nemo_runspec import parse
 from nemo_runspec.config.sweep import Point
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemo_runspec.sweep.local import point_env, run_points
 
 SCRIPT = """\

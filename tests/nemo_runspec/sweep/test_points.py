@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 from nemo_runspec import parse
 from nemo_runspec.config.jobdir import render_configs
 from nemo_runspec.config.sweep import expand
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemo_runspec.sweep.points import derive, shape_of, sweep_meta
 from nemotron.recipes import RECIPES_DIR
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.run_config import RunConfig
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nemo_runspec.artifact_registry import get_registry, set_registry
+from nemo_runspec.artifacts.registry import get_registry, set_registry
 from nemotron.cli.commands.nano3.data.import_ import app
 from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.rl import run_rl
@@ -217,7 +217,7 @@ def test_subprocess_help_and_run_without_pydantic(data, registry_root):
 
 
 def test_global_dry_run_checks_and_registers_nothing(data, tmp_path, registry_root):
-    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.cmdline.context import GlobalContext
 
     assert invoke("rl", data["rl"]).exit_code == 0
     before = sorted(registry_root.rglob("*.json"))

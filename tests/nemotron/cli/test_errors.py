@@ -236,8 +236,8 @@ def _driver(tmp: Path, script: bytes, *args: str) -> subprocess.CompletedProcess
         import typer
         from nemo_runspec import execution
         from nemo_runspec import parse as parse_runspec
-        from nemo_runspec.cli.recipe_config import parse_recipe_config
-        from nemo_runspec.job import compile_job
+        from nemo_runspec.cmdline.recipe_config import parse_recipe_config
+        from nemo_runspec.job.compiled import compile_job
         SPEC = parse_runspec({str(recipe / 'train.py')!r})
     """)
     (tmp / "distill_cmd.py").write_text(head + COMMAND)

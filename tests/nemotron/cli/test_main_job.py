@@ -35,7 +35,7 @@ def test_main_job_chains_every_model_and_ends_in_the_table(tmp_path):
                           capture_output=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
     reg = ArtifactRegistry(tmp_path / "home" / "artifacts")
     pretrain, sft, rl = (reg.resolve(f"nano3-{s}-model-tiny:latest").path for s in ("pretrain", "sft", "rl"))

@@ -12,8 +12,8 @@ import pytest
 import torch  # noqa: E402 - in the test extra: never skipped
 from typer.testing import CliRunner
 
-from nemo_runspec.artifact_registry import get_registry, set_registry
-from nemo_runspec.cli.context import GlobalContext
+from nemo_runspec.artifacts.registry import get_registry, set_registry
+from nemo_runspec.cmdline.context import GlobalContext
 from nemotron.cli.commands.nano3.model.import_ import app
 from tests.nemotron_cli import NEMOTRON
 

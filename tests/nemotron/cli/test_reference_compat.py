@@ -320,7 +320,7 @@ def test_upstream_eval_config_dry_runs_with_its_image_and_wandb(sandbox):
 
 def _tiny_pretrain_data(registry: Path, work: Path) -> None:
     """A real (tiny) pretrain data-prep output, published as the tiny config's data artifact."""
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemotron.data_prep.pretrain import run_pretrain
     from nemotron.data_prep.tokenizer import train_tokenizer
 

@@ -150,7 +150,7 @@ def test_on_slurm_one_sbatch_jobs_commands_and_resume(tmp_path):
 
 
 def test_sweep_options_are_global_but_no_resume_stays_the_commands():
-    from nemo_runspec.cli.context import split_global_args
+    from nemo_runspec.cmdline.context import split_global_args
 
     gctx, rest = split_global_args(["nano3", "pipe", "-dm", "--parallel", "3", "--no-resume", "--scales",
                                     "--allow-untested-scale", "x=1"])

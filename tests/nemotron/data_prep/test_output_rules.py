@@ -25,7 +25,7 @@ import pytest
 
 os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
 
-from nemo_runspec.artifact_registry import get_registry, set_registry  # noqa: E402
+from nemo_runspec.artifacts.registry import get_registry, set_registry  # noqa: E402
 from nemo_runspec.errors import ConfigError, ExecutionError  # noqa: E402
 from nemotron.data_prep.pretrain import run_pretrain  # noqa: E402
 from nemotron.data_prep.rl import run_rl  # noqa: E402

@@ -40,7 +40,7 @@ def shards(n: int, size: int = 1000) -> list[Shard]:
 def children() -> list[int]:
     """Live (not zombie) child processes of this process, but for the lifeline's watcher
     (an earlier test in this process may have started a local child through it)."""
-    from nemo_runspec import lifeline
+    from nemo_runspec.runtime import lifeline
 
     out: list[int] = []
     for tid in os.listdir(f"/proc/{os.getpid()}/task"):

@@ -1,4 +1,4 @@
-"""Data prep publishing goes through nemo_runspec.artifact_registry.get_registry()."""
+"""Data prep publishing goes through nemo_runspec.artifacts.registry.get_registry()."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nemo_runspec.artifact_registry import get_registry, set_registry
+from nemo_runspec.artifacts.registry import get_registry, set_registry
 from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.tokenizer import train_tokenizer
 

@@ -37,7 +37,7 @@ def train(ckpt_dir: Path, env: dict[str, str], steps: int, seed: int = 1234) -> 
 def tiny(tmp_path_factory) -> dict:
     """Tokenizer (vocab 400), pretrain data with a test split, RL data with a validation
     split, a registry holding them, and two pretrain checkpoints (2 and 40 steps)."""
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemotron.data_prep.pretrain import run_pretrain
     from nemotron.data_prep.rl import run_rl
     from nemotron.data_prep.tokenizer import train_tokenizer

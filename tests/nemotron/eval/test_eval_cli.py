@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemo_runspec.outcome import parse_line
+from nemo_runspec.runtime.outcome import parse_line
 from tests.nemotron_cli import NEMOTRON
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -189,7 +189,7 @@ def test_evaluate_a_checkpoint_path_picks_the_tiny_config(tiny):
 def test_default_config_without_the_launcher_exits_3(tiny):
     import torch  # noqa: F401 - in the test extra: never skipped
 
-    from nemo_runspec.evaluator import launcher_available
+    from nemo_runspec.evaluation.evaluator import launcher_available
 
     if launcher_available():
         pytest.skip("nemo-evaluator-launcher is installed here")
@@ -202,10 +202,11 @@ def test_default_config_without_the_launcher_exits_3(tiny):
 
 def test_image_imports_are_submitted_first_and_the_job_waits(cluster, monkeypatch):
     """--run/--batch with squash_dir: one import job per missing image, the eval job depends on them."""
-    from nemo_runspec import evaluator, packaging, slurm
-    from nemo_runspec.cli.context import GlobalContext
-    from nemo_runspec.cli.recipe_config import recipe_config_from
-    from nemo_runspec.job import compile_job
+    from nemo_runspec import packaging, slurm
+    from nemo_runspec.cmdline.context import GlobalContext
+    from nemo_runspec.cmdline.recipe_config import recipe_config_from
+    from nemo_runspec.evaluation import evaluator
+    from nemo_runspec.job.compiled import compile_job
     from nemo_runspec.slurm.remote import Remote
     from nemotron.cli.commands.nano3.eval import SPEC
 

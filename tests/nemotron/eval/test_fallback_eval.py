@@ -132,7 +132,7 @@ def test_results_json_and_summary_line(tiny, tmp_path, monkeypatch):
     *_, last, outcome_line = proc.stdout.strip().splitlines()
     results = json.loads((tmp_path / "results.json").read_text())
     ppl = results["metrics"]["perplexity"]
-    from nemo_runspec.outcome import parse_line
+    from nemo_runspec.runtime.outcome import parse_line
 
     outcome = parse_line(outcome_line)  # the job's last word: its eval line again, the metrics as figures
     assert outcome is not None and outcome.ok and outcome.message == last and outcome.figures["perplexity"] == ppl

@@ -96,7 +96,7 @@ def test_missing_cluster_values_and_key_are_named_before_the_launcher_runs(tmp_p
 
 
 def test_harness_images_come_from_the_launcher_registry():
-    from nemo_runspec import evaluator
+    from nemo_runspec.evaluation import evaluator
 
     images = evaluator.harness_images({"evaluation": {"tasks": [{"name": "lm-evaluation-harness.mmlu"}]}})
     assert images["lm-evaluation-harness.mmlu"].startswith("nvcr.io/nvidia/eval-factory/lm-evaluation-harness:")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nemo_runspec.outcome import Outcome, find_all, parse_line
+from nemo_runspec.runtime.outcome import Outcome, find_all, parse_line
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "src/nemotron/recipes/kit/preflight.py"

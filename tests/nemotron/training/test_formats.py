@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nemo_runspec import outcome
-from nemo_runspec.artifact_registry import ArtifactRegistry, set_registry
+from nemo_runspec.artifacts.registry import ArtifactRegistry, set_registry
 from nemo_runspec.errors import ConfigError
+from nemo_runspec.runtime import outcome
 from nemotron.training import bridge_lines as bl
 from nemotron.training import convert, formats
 from nemotron.training.entry import resolve_path_key

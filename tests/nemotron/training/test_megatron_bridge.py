@@ -250,7 +250,7 @@ def _finetuning_dataset_class(wheel):
 @pytest.fixture
 def published_sft(tmp_path, monkeypatch):
     """The tiny SFT data prep on the shipped sample, published (as the tiny training config expects)."""
-    from nemo_runspec.artifact_registry import ArtifactRegistry, set_registry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry, set_registry
     from nemotron.data_prep.cli import load_config
     from nemotron.data_prep.sft import run_sft
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec.artifact_registry import ArtifactRegistry
+from nemo_runspec.artifacts.registry import ArtifactRegistry
 from nemotron.data_prep.pretrain import run_pretrain
 from nemotron.data_prep.rl import run_rl
 from nemotron.data_prep.sft import run_sft

@@ -25,7 +25,7 @@ def test_data_prep_then_pretrain_then_sft_sees_the_model(tmp_path):
     assert pre.returncode == 0, pre.stdout[-2000:] + pre.stderr[-2000:]
     assert "published nano3-pretrain-model-tiny:v1" in pre.stdout
 
-    from nemo_runspec.artifact_registry import ArtifactRegistry
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
     model = ArtifactRegistry(tmp_path / "home" / "artifacts").resolve("nano3-pretrain-model-tiny")
     assert any(Path(model.path).iterdir())  # the checkpoint is there

@@ -3,7 +3,7 @@
 The CLI's answer is whether it hands the job the API key (``split_env_vars`` on the
 compiled job config); the job's is whether ``train.py`` starts a W&B run
 (``wandb_settings`` on the ``train.yaml`` the CLI writes, loaded as the job loads it).
-Both are :func:`nemo_runspec.wandb_switch.wandb_switch`; these cases are the ones on
+Both are :func:`nemo_runspec.runtime.wandb_switch.wandb_switch`; these cases are the ones on
 which the two used to disagree, and the plain on/off ones.
 """
 
@@ -17,8 +17,8 @@ from omegaconf import OmegaConf
 from nemo_runspec import parse
 from nemo_runspec.config.job_config import extract_train_config
 from nemo_runspec.execution.env_vars import split_env_vars
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemotron.training import entry
 from nemotron.training.wandb_logging import wandb_settings
 

@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from nemo_runspec.cli.context import GlobalContext, split_global_args
 from nemo_runspec.cli.recipe_typer import RECIPE_CONTEXT_SETTINGS, FastHelpGroup
+from nemo_runspec.cmdline.context import GlobalContext, split_global_args
 from nemo_runspec.errors import ExecutionError, NemoRunspecError, set_debug
 
 #: name -> (module, attribute holding a typer.Typer or a click command, optional,
@@ -235,7 +235,7 @@ class NemotronGroup(FastHelpGroup):
         argv = list(sys.argv[1:] if args is None else args)
         debug = _debug_requested(argv)
         if standalone_mode:
-            from nemo_runspec.signals import install
+            from nemo_runspec.runtime.signals import install
 
             install()  # SIGTERM and SIGHUP clean up like Ctrl-C
         from nemo_runspec.paths import pin_relative_places
@@ -260,8 +260,8 @@ class NemotronGroup(FastHelpGroup):
             if not standalone_mode:
                 raise
             sys.exit(_exit_code(exc))
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.signals)
-            from nemo_runspec.signals import exit_code
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (nemo_runspec.runtime.signals)
+            from nemo_runspec.runtime.signals import exit_code
 
             print(f"interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)
             if not standalone_mode:
@@ -290,7 +290,7 @@ class NemotronGroup(FastHelpGroup):
             sys.exit(exc.exit_code)
         if not standalone_mode:
             return rv
-        from nemo_runspec.signals import received
+        from nemo_runspec.runtime.signals import received
 
         if rv == 130 and (sig := received()) is not None:
             # Typer turns a KeyboardInterrupt (ours for SIGTERM/SIGHUP too) into exit 130

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from nemo_runspec.cli.context import GlobalContext
 from nemo_runspec.cli.recipe_typer import FastHelpGroup
+from nemo_runspec.cmdline.context import GlobalContext
 from nemo_runspec.env.discovery import not_found_error
 from nemo_runspec.errors import NemoRunspecError
 from nemotron.cli.commands.nano3.data.import_._common import PlainParamsCommand, fail

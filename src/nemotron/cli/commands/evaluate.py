@@ -16,8 +16,8 @@ from pathlib import Path
 import typer
 
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.cli.recipe_typer import RecipeTyper
+from nemo_runspec.cmdline.recipe_config import RecipeConfig, parse_recipe_config
 from nemo_runspec.errors import CLIUsageError
 from nemotron.recipes import RECIPES_DIR
 
@@ -35,7 +35,7 @@ def _looks_like_path(word: str) -> bool:
 def with_model(cfg: RecipeConfig) -> tuple[RecipeConfig, str | None]:
     """``cfg`` with MODEL (the one bare word before ``--``) turned into an override;
     also returns the checkpoint path when MODEL is one (else None)."""
-    from nemo_runspec.evaluator import parse_task_flags
+    from nemo_runspec.evaluation.evaluator import parse_task_flags
 
     _, rest = parse_task_flags(cfg.passthrough)
     words = [w for w in rest if not w.startswith("-")]
@@ -65,7 +65,7 @@ def _fallback_checkpoint(cfg: RecipeConfig, path: str | None) -> bool:
     from nemotron.training.evaluate import is_fallback_checkpoint
 
     if path is None:
-        from nemo_runspec.job import compile_job
+        from nemo_runspec.job.compiled import compile_job
 
         try:
             job = compile_job(SPEC, cfg, check_artifacts=False)

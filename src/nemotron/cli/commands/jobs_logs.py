@@ -48,7 +48,7 @@ def pipe_logs(pipe: Any, subs: list[Submission], *, follow: bool, sbatch_log: bo
 def _follow_allocation(pipe: Any, subs: list[Submission], *, sbatch_log: bool) -> int:
     """Follow a one-allocation pipe (``--launcher sbatch``): each stage's log until its
     ``.rc`` file says it ended; the first failing stage's exit code ends it."""
-    from nemo_runspec.pipeline_sbatch import follow_stages
+    from nemo_runspec.pipeline.sbatch import follow_stages
     from nemo_runspec.slurm import jobs as sj
 
     stages = [(st, pipe.stage_submission(st, subs)) for st in pipe.stages]
@@ -137,7 +137,7 @@ def follow_log(remote: Any, sub: Submission, path: str) -> int:
             typer.echo(f"job {sub.job_id}: {st.state.lower()}" + (f" on {st.nodes}" if st.nodes else ""), err=True)
 
     from nemo_runspec.errors import debug_enabled
-    from nemo_runspec.lognoise import StreamFilter
+    from nemo_runspec.runtime.lognoise import StreamFilter
 
     def on_problem(text: str) -> None:
         typer.echo(f"warning: job {sub.job_id}: {text}", err=True)

@@ -121,7 +121,7 @@ def _has_block(path: Path) -> bool:
     raw = read_bytes(path, what="file", error=LocalPathError)
     if b"# /// script" not in raw:
         return False
-    from nemo_runspec._pep723 import has_opener
+    from nemo_runspec.spec.pep723 import has_opener
 
     return has_opener(raw.decode("utf-8", errors="replace"))
 
@@ -193,8 +193,8 @@ def validate(
     Exit 0 when every script is valid, 1 when any is invalid, 2 when a path does
     not exist or cannot be read (nothing is checked then).
     """
-    from nemo_runspec._parser import collect_errors
     from nemo_runspec.errors import LocalPathError
+    from nemo_runspec.spec.parser import collect_errors
 
     missing = [p for p in paths if _missing(p)]
     if missing:
@@ -262,7 +262,7 @@ def scales(
 @app.command(cls=PlainParamsCommand)
 def schema() -> None:
     r"""Print the JSON Schema (draft 2020-12) of the \[tool.runspec] table."""
-    from nemo_runspec._schema import runspec_json_schema
+    from nemo_runspec.spec.schema import runspec_json_schema
 
     json.dump(runspec_json_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -54,9 +54,9 @@ def show(ctx: typer.Context, name: str = typer.Argument(..., metavar="PIPELINE/S
                                        help="PIPELINE/STAGE, e.g. nano3/pretrain")) -> None:
     """Show one step: its script, runspec and, compiled with -c and overrides, what it
     consumes and publishes."""
-    from nemo_runspec.cli.recipe_config import parse_recipe_config
-    from nemo_runspec.job import compile_job
-    from nemo_runspec.step import consumed_artifacts, published_artifact
+    from nemo_runspec.cmdline.recipe_config import parse_recipe_config
+    from nemo_runspec.job.compiled import compile_job
+    from nemo_runspec.pipeline.step import consumed_artifacts, published_artifact
 
     step = _step(name)
     recipe = parse_recipe_config(ctx)
@@ -80,8 +80,8 @@ def run(ctx: typer.Context, name: str = typer.Argument(..., metavar="PIPELINE/ST
     """Run one step with the usual -c, overrides and --run/--batch/--dry-run."""
     import dataclasses
 
-    from nemo_runspec.cli.recipe_config import parse_recipe_config
     from nemo_runspec.cli.runner import run_steps
+    from nemo_runspec.cmdline.recipe_config import parse_recipe_config
 
     step = _step(name)
     recipe = parse_recipe_config(ctx)

@@ -11,7 +11,7 @@ import time
 
 import typer
 
-from nemo_runspec.cli.context import GlobalContext
+from nemo_runspec.cmdline.context import GlobalContext
 from nemo_runspec.errors import CLIUsageError, ExecutionError
 
 
@@ -26,7 +26,7 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     from nemo_runspec.execution.settings import profile_values
     from nemo_runspec.slurm.queue import final_sacct_info, squeue_state
     from nemo_runspec.slurm.remote import Remote
-    from nemo_runspec.squash import ensure_squashed_image, plan_squash
+    from nemo_runspec.slurm.squash import ensure_squashed_image, plan_squash
 
     root = ctx.find_root()
     gctx = root.obj if isinstance(root.obj, GlobalContext) else GlobalContext()
@@ -60,10 +60,10 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     info = final_sacct_info(shell, job_id)
     _, log, _ = shell.run(f"tail -n 12 {plan.log_path}")
     if not info or info["State"] != "COMPLETED":
-        from nemo_runspec.outcome import find, find_all
+        from nemo_runspec.runtime.outcome import find, find_all
 
         state = info["State"] if info else "unknown"
-        said = find(log)  # the import's outcome line: its own last error (nemo_runspec.squash)
+        said = find(log)  # the import's outcome line: its own last error (nemo_runspec.slurm.squash)
         rest = [ln for ln in log.strip().splitlines() if not find_all([ln])]
         why = said.message if said is not None else (rest[-1] if rest else "no log")
         raise ExecutionError(f"squash job {job_id} ended {state}: {why}", hint=f"see {plan.log_path}")

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from nemo_runspec import parse
-from nemo_runspec._parser import clear_cache
-from nemo_runspec._schema import runspec_json_schema
+from nemo_runspec.spec.parser import clear_cache
+from nemo_runspec.spec.schema import runspec_json_schema
 from nemotron.cli.commands.runspec import app
 from tests.import_probes import imported_after, nemotron_heavy_imports
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import compose
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.backends import compose
 from nemo_runspec.cli.runner import launch
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.cmdline.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemotron.recipes import RECIPES_DIR
 from nemotron.training.config_check import typed_config
 from nemotron.training.evaluate import prepare_eval

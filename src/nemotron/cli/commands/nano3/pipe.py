@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import typer
 
-from nemo_runspec.cli.recipe_config import parse_recipe_config
 from nemo_runspec.cli.runner import LAUNCHERS, run_steps  # noqa: F401 - their old home
-from nemo_runspec.stage_selection import select_stages
+from nemo_runspec.cmdline.recipe_config import parse_recipe_config
+from nemo_runspec.pipeline.stage_selection import select_stages
 from nemotron.chains.nano3 import PIPELINES, STEPS  # noqa: F401 - their old home
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from nemo_runspec import Runspec
 from nemo_runspec import parse as parse_runspec
-from nemo_runspec.job import CompiledJob
+from nemo_runspec.job.compiled import CompiledJob
 from nemotron.recipes import RECIPES_DIR
 
 SPECS = {

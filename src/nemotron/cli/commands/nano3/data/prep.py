@@ -13,11 +13,12 @@ from typing import Any
 
 import typer
 
-from nemo_runspec import Runspec, compose
-from nemo_runspec.cli.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec import Runspec
+from nemo_runspec.backends import compose
 from nemo_runspec.cli.runner import launch
-from nemo_runspec.job import compile_job
-from nemo_runspec.run import RunConfig
+from nemo_runspec.cmdline.recipe_config import RecipeConfig, parse_recipe_config
+from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.run_config import RunConfig
 from nemotron.cli.commands.nano3.data._prep_stages import HELP, SPECS, check_stage_config, stage_of  # noqa: F401
 
 

@@ -261,8 +261,8 @@ def check_rl(root: Path) -> dict[str, Any]:
 
 def check_names(name: str, aliases: list[str] | None) -> None:
     """The checks publishing makes on the name and aliases (for a dry run)."""
+    from nemo_runspec.artifacts.errors import ArtifactPublishError
     from nemo_runspec.artifacts.refs import ALIAS_RE, NAME_RE, version_number
-    from nemo_runspec.exceptions import ArtifactPublishError
 
     if not NAME_RE.match(name):
         raise ArtifactPublishError(f"invalid artifact name {name!r}", hint="letters, digits, '.', '_' and '-'")
@@ -280,10 +280,10 @@ CHECKS: dict[str, Callable[[Path], dict[str, Any]]] = {
 
 
 def global_context() -> Any:
-    """The running command's :class:`~nemo_runspec.cli.context.GlobalContext` (the global
+    """The running command's :class:`~nemo_runspec.cmdline.context.GlobalContext` (the global
     options), or None outside ``nemotron``. Typer 0.29 runs commands on its own copy of
     click, whose context stack is not ``click``'s."""
-    from nemo_runspec.cli.context import GlobalContext
+    from nemo_runspec.cmdline.context import GlobalContext
 
     getters = []
     try:
