@@ -80,6 +80,9 @@ class EnvProfile(Mapping[str, Any]):
     plain dicts only).
     """
 
+    #: the set keys (an attribute that shadows Mapping.values, as the reference's profile has it)
+    values: dict[str, Any]  # type: ignore[assignment]
+
     def __init__(self, name: str, path: Path | None, chain: list[str], values: dict[str, Any],
                  sources: dict[str, Source], notes: list[Note] | None = None) -> None:
         self.name = name
@@ -90,15 +93,14 @@ class EnvProfile(Mapping[str, Any]):
         self.notes = list(notes or [])
 
     @classmethod
-    def read(cls, env: Any, name: str | None = None) -> Any:
-        """``env`` as a profile: an ``EnvProfile`` (or any object holding its ``values``) or
-        None as it is; a plain mapping or ``DictConfig`` (as the reference's callers pass
+    def read(cls, env: EnvProfile | Mapping[str, object] | None, name: str | None = None) -> EnvProfile | None:
+        """``env`` as a profile: an ``EnvProfile`` or None as it is; a plain mapping or ``DictConfig`` (as the reference's callers pass
         one) read like an env.toml profile (``container``, ``env_vars`` lists:
         :func:`~nemo_runspec.env.reference.translate_mapping`), named ``name``, its values'
         source ``env profile [name]``; anything else is an ``EnvFileError``."""
-        from nemo_runspec.env.reference import holds_profile_values, translate_mapping
+        from nemo_runspec.env.reference import translate_mapping
 
-        if env is None or holds_profile_values(env):
+        if env is None or isinstance(env, EnvProfile):
             return env
         notes: list[Note] = []
         values = translate_mapping(env, table="env_profile", validate=False, notes=notes)

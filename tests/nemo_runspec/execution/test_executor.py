@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
+from nemo_runspec._models import Runspec, RunspecResources, RunspecRun
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution import (
     create_executor,
@@ -19,8 +21,8 @@ from nemo_runspec.execution import (
 
 
 def spec(launch="direct", nodes=3, gpus=4, image="nvcr.io/nvidia/nemo:25.01", env=None):
-    return NS(name="nano3/pretrain", image=image, run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=gpus), env=env or {})
+    return Runspec(name="nano3/pretrain", script_path=Path("train.py"), image=image, run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=nodes, gpus_per_node=gpus), env=env or {})
 
 
 BASE = {"executor": "slurm", "account": "acct1", "partition": "gen"}

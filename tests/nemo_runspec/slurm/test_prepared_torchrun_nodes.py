@@ -22,15 +22,16 @@ from types import SimpleNamespace as NS
 import nemo_run as run  # noqa: F401 - a required dependency: a broken install fails, never skips
 import pytest
 
+from nemo_runspec._models import Launch, Runspec, RunspecResources, RunspecRun
 from nemo_runspec.slurm import prepare_job, render_sbatch
 from nemo_runspec.slurm.prepared import rendezvous_id
 
 ARGS = ["--n", "x y", "$(touch INJECTED)", "it's"]
 
 
-def _spec(launch: str, nodes: int) -> NS:
-    return NS(name="demo/nodes", image=None, run=NS(launch=launch), resources=NS(nodes=nodes, gpus_per_node=0),
-              env={})
+def _spec(launch: Launch, nodes: int) -> Runspec:
+    return Runspec(name="demo/nodes", script_path=Path("main.py"), run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=nodes, gpus_per_node=0))
 
 
 def _render(tmp_path: Path, *, launch: str = "torchrun", nodes: int = 2, **prof) -> tuple[object, str]:
