@@ -369,7 +369,7 @@ def submit(
     """
     from nemo_runspec.sweep.collect import take
 
-    if take("slurm", job.compiled, job):  # a sweep compiling one of its points submits them itself
+    if job.compiled is not None and take("slurm", job.compiled, job):  # a sweep's point: it submits them itself
         return SubmittedJob(job_id="", job_dir=job.job_dir, log_path="", sbatch_log_path="",
                             sbatch_path=job.sbatch_path, name=job.name, prepared=job)
     from rich.console import Console

@@ -19,6 +19,7 @@ from nemo_runspec.sweep.points import PointJob, derive, shape_of
 
 if TYPE_CHECKING:
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
+    from nemo_runspec.slurm.prepared import PreparedJob
     from nemo_runspec.sweep.array import ArrayJob
     from nemo_runspec.sweep.collect import Taken
     from nemo_runspec.sweep.invoke import Points
@@ -27,13 +28,13 @@ if TYPE_CHECKING:
 SLURM_DEFAULT_MAX_ARRAY_SIZE = 1001
 
 
-def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list[tuple[Taken, list[PointJob]]]:
+def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list[tuple[PreparedJob, list[PointJob]]]:
     """``(representative, point jobs)`` per allocation shape, in point order."""
     groups: dict[tuple, list[Point]] = {}
     for p in plan.points:
         groups.setdefault(shape_of(p), []).append(p)
     queue = list(groups.values())
-    out: list[tuple[Taken, list[PointJob]]] = []
+    out: list[tuple[PreparedJob, list[PointJob]]] = []
     while queue:
         members = queue.pop(0)
         taken = first if members[0] is plan.points[0] else points.take(members[0])
@@ -42,7 +43,7 @@ def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list
                               "but point 0 does", hint="sweep one executor at a time")
         # each point's train.yaml; the job.yaml of the array is its representative's (sweep.array)
         done, apart = derive(taken.job, members, sweep_id, names=("train.yaml",))
-        out.append((taken, done))
+        out.append((taken.prepared, done))
         if apart:
             queue.insert(0, apart)
     return out
@@ -93,11 +94,11 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     if not dry and not cfg.ctx.no_resume:
         done, live = states.not_to_rerun(load(sweep_id))
     arrays = []
-    for taken, jobs in groups:
+    for rep, jobs in groups:
         todo = [j for j in jobs if j.point.index not in done | live]
         if todo:
-            k = parallel or taken.prepared.values.get("max_parallel")
-            arrays.append(array_mod.build(taken.prepared, todo, sweep_id=sweep_id, parallel=k))
+            k = parallel or rep.values.get("max_parallel")
+            arrays.append(array_mod.build(rep, todo, sweep_id=sweep_id, parallel=k))
     if done or live:
         left = sorted(i for a in arrays for i in a.indices)
         waiting = f", {len(live)} still queued or running ({', '.join(map(str, sorted(live)))})" if live else ""
