@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nemo_runspec.env.chain import layer, resolve_chain
 from nemo_runspec.env.chain import merged as merged_values
@@ -252,15 +252,26 @@ def load_env_profile(
     return EnvProfile(name=name, path=ef.path, chain=chain, values=kept, sources=sources, notes=notes)
 
 
-def parse_env(ctx: Any) -> EnvProfile | None:
+class ProfileChoice(Protocol):
+    """What :func:`parse_env` reads of a command line: a
+    :class:`~nemo_runspec.cmdline.context.GlobalContext`, or anything with these two."""
+
+    @property
+    def profile(self) -> str | None: ...
+
+    @property
+    def env_file(self) -> str | None: ...
+
+
+def parse_env(ctx: ProfileChoice) -> EnvProfile | None:
     """The profile selected on the command line, or None in local mode.
 
     ``ctx`` is a :class:`~nemo_runspec.cmdline.context.GlobalContext` (anything with
     ``.profile`` and ``.env_file``). A profile without any env.toml to read is an
     error saying where we looked and how to create one.
     """
-    name = getattr(ctx, "profile", None)
-    explicit = getattr(ctx, "env_file", None)
+    name = ctx.profile
+    explicit = ctx.env_file
     if name is None:
         if explicit or os.environ.get(ENV_FILE_VAR):
             find_env_file(explicit)  # a missing named env file is an error even in local mode
