@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.config.sweep import Point, SweepPlan
@@ -57,7 +57,7 @@ class Points:
             return int(self.command(self.ctx) or 0)
 
 
-def points_table(plan: SweepPlan, indices: Any = None, extra: dict[int, list[str]] | None = None,
+def points_table(plan: SweepPlan, indices: Collection[int] | None = None, extra: dict[int, list[str]] | None = None,
                  header: tuple[str, ...] = ()) -> str:
     """``POINT  OVERRIDES`` lines (only ``indices`` when given), plus ``extra`` columns."""
     rows = [["POINT", *header, "OVERRIDES"]]
@@ -74,7 +74,7 @@ def emit(record: dict[str, Any]) -> None:
     print(json.dumps(record), flush=True, file=sys.stdout)
 
 
-def point_json(point: Any) -> dict[str, Any]:
+def point_json(point: Point) -> dict[str, Any]:
     """A point as the sweep record keeps it (values redacted)."""
     from nemo_runspec.secrets import redact_text
 

@@ -11,6 +11,7 @@ import dataclasses
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.config.sweep import Point, SweepPlan
@@ -18,8 +19,9 @@ from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.sweep.points import PointJob, derive, shape_of
 
 if TYPE_CHECKING:
+    from nemo_runspec._models import Runspec
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
-    from nemo_runspec.slurm.prepared import PreparedJob
+    from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
     from nemo_runspec.sweep.array import ArrayJob
     from nemo_runspec.sweep.collect import Taken
     from nemo_runspec.sweep.invoke import Points
@@ -49,7 +51,7 @@ def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list
     return out
 
 
-def max_array_size(rep: Any, *, offline: bool) -> tuple[int | None, str]:
+def max_array_size(rep: PreparedJob, *, offline: bool) -> tuple[int | None, str]:
     """``(limit, where it came from)``: the profile's ``max_array_size``, else (when not
     ``offline``) the cluster's ``MaxArraySize``; ``(None, "")`` when neither says."""
     if rep.values.get("max_array_size"):
@@ -79,7 +81,7 @@ def check_array_size(arrays: list[ArrayJob], *, offline: bool) -> None:
                 hint="sweep fewer values, or split the sweep into several commands")
 
 
-def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str, spec: Any,
+def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str, spec: Runspec,
                    cfg: RecipeConfig, *, parallel: int | None) -> int:
     """Show or submit the sweep's arrays; returns the exit code."""
     from nemo_runspec.sweep import array as array_mod
@@ -118,7 +120,7 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     return 0
 
 
-def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Any) -> int:
+def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Callable[..., str]) -> int:
     from nemo_runspec.slurm import render_sbatch
 
     for n, job in enumerate(arrays):
@@ -134,11 +136,11 @@ def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Any) ->
     return 0
 
 
-def _submit_all(arrays: list[ArrayJob], sweep_id: str, spec: Any, cfg: RecipeConfig,
-                plan: SweepPlan) -> list[tuple[ArrayJob, Any]]:
+def _submit_all(arrays: list[ArrayJob], sweep_id: str, spec: Runspec, cfg: RecipeConfig,
+                plan: SweepPlan) -> list[tuple[ArrayJob, SubmittedJob]]:
     from nemo_runspec.slurm.submission import submit_detached
 
-    subs: list[tuple[ArrayJob, Any]] = []
+    subs: list[tuple[ArrayJob, SubmittedJob]] = []
     try:
         for job in arrays:
             sub = submit_detached(job, announce=False)
@@ -165,7 +167,7 @@ def _cancel(job: ArrayJob, ids: list[str], sweep_id: str) -> None:
         print(f"[sweep {sweep_id}] {exc}; cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
 
 
-def _record(job: ArrayJob, sub: Any, sweep_id: str, spec: Any, cfg: RecipeConfig, plan: SweepPlan) -> None:
+def _record(job: ArrayJob, sub: SubmittedJob, sweep_id: str, spec: Runspec, cfg: RecipeConfig, plan: SweepPlan) -> None:
     """The array in the submission ledger and in the sweep's record."""
     from nemo_runspec.slurm.ledger import append_entry, submission_of
     from nemo_runspec.sweep import record as rec_mod
