@@ -43,9 +43,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import EnvFileError
+
+if TYPE_CHECKING:
+    from nemo_runspec.env.profile import EnvProfile
 
 #: reference spelling -> our key. The packager options are nemo-run's own names
 #: (GitArchivePackager/PatternPackager), as the reference's packager tables list them.
@@ -234,7 +237,7 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
     return layer
 
 
-def profile_values(env: Any, *, validate: bool = False, table: str = "env",
+def profile_values(env: EnvProfile | Mapping[str, object] | None, *, validate: bool = False, table: str = "env",
                    notes: list[Note] | None = None) -> dict[str, Any]:
     """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
 
@@ -244,14 +247,16 @@ def profile_values(env: Any, *, validate: bool = False, table: str = "env",
     also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
     ``table``; what was translated is appended to ``notes``.
     """
+    from nemo_runspec.env.profile import EnvProfile
+
     if env is None:
         return {}
-    if holds_profile_values(env):  # read, translated and validated already
+    if isinstance(env, EnvProfile):  # read, translated and validated already
         return {k: v for k, v in env.values.items() if v is not None}
     return translate_mapping(env, table=table, validate=validate, notes=notes)
 
 
-def holds_profile_values(env: Any) -> bool:
+def holds_profile_values(env: object) -> bool:
     """True for an ``EnvProfile`` or any object holding its set keys as a ``values``
     mapping; False for a plain mapping or ``DictConfig`` (whose ``values`` is a method)."""
     return isinstance(getattr(env, "values", None), Mapping)

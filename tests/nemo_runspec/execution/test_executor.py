@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
 from nemo_runspec._models import Runspec, RunspecResources, RunspecRun
+from nemo_runspec.env.profile import EnvProfile
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution import (
     create_executor,
@@ -129,7 +129,7 @@ def test_build_env_vars_split_and_rules():
 def test_startup_commands_and_slug():
     assert get_startup_commands({"startup_commands": "echo a"}) == ["echo a"]
     assert get_startup_commands({"startup_commands": ["a", " ", "b"]}) == ["a", "b"]
-    assert get_startup_commands(NS(values={})) == []
+    assert get_startup_commands(EnvProfile("dev", None, ["dev"], {}, {})) == []
     assert job_slug("nano3/pretrain") == "nano3-pretrain"
     assert job_slug("Nano3 / Data Prep") == "nano3-data-prep"
 
