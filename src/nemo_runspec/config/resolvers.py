@@ -212,7 +212,7 @@ def describe_references(cfg: ConfigTree | str, registry: ArtifactRegistry | None
         try:
             art = registry.resolve(ref)
         except ArtifactError as exc:
-            where = f"{exc.path}: " if getattr(exc, "path", None) else ""
+            where = f"{exc.path}: " if exc.path else ""
             out.append({"ref": ref, "error": where + exc.problem + (f" ({exc.hint})" if exc.hint else ""),
                         "problem": where + exc.problem, "hint": exc.hint})
         else:

@@ -188,7 +188,7 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
         else:
             where = "--standalone --nnodes 1"
         command = f"torchrun {where} --nproc-per-node {int(nproc)} {rc.torchrun_tail(runspec, **values)}"
-    elif getattr(runspec.run, "cmd", None):
+    elif runspec.run.cmd:
         command = rc.script_command(runspec, python="python", **values)
     else:
         command = '"$PYTHON" ' + shlex.join([script, "--config", TRAIN_YAML, *args])
