@@ -53,7 +53,7 @@ _PENDING_RE = re.compile(r"aliases\.json\.pending-v(\d+)")
 _ALIASES = "aliases.json"
 
 
-def _dumps(data: Any) -> bytes:
+def _dumps(data: object) -> bytes:
     return json.dumps(data, indent=2, sort_keys=True).encode()
 
 

@@ -53,7 +53,7 @@ CLI_LABEL = "command line"
 LAUNCHER_ONLY_KEYS = ("env_sources", "provenance", "cli", "dry_run")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """Make ``value`` storable in OmegaConf (Paths and tuples from env.toml models)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
@@ -214,7 +214,7 @@ def _tell(kind: str, text: str) -> None:
 _RUN_WANDB_REF = re.compile(r"\$\{[^}]*\brun\.wandb\b")
 
 
-def _refers_to_run_wandb(obj: Any) -> bool:
+def _refers_to_run_wandb(obj: object) -> bool:
     if isinstance(obj, dict):
         return any(_refers_to_run_wandb(v) for v in obj.values())
     if isinstance(obj, list):
@@ -250,7 +250,7 @@ def _synonym_refs() -> re.Pattern[str]:
     return re.compile(r"\brun\.env\.(" + "|".join(map(re.escape, SYNONYMS)) + r")\b(?![\w-])")
 
 
-def rewrite_env_synonyms(obj: Any, notes: list[Any], path: str = "") -> Any:
+def rewrite_env_synonyms(obj: object, notes: list[Any], path: str = "") -> Any:
     """``${run.env.container}`` (the reference's name, which its eval config uses for
     ``deployment.image``) rewritten to ``${run.env.container_image}``, the one name
     ``run.env`` holds here; the same for every synonym of
@@ -413,7 +413,7 @@ def build_job_config(
     return OmegaConf.create(data)
 
 
-def _strip_secrets(obj: Any, path: str = "", dropped: list[str] | None = None) -> Any:
+def _strip_secrets(obj: object, path: str = "", dropped: list[str] | None = None) -> Any:
     """Drop secret-named entries holding literal values (references like ``${oc.env:X}`` stay).
 
     The dotted paths of what was dropped are appended to ``dropped``.

@@ -196,7 +196,7 @@ def _defaults_line(text: str) -> int | None:
     return None
 
 
-def _parse_defaults(value: Any, path: Path, line: int | None) -> list[str]:
+def _parse_defaults(value: object, path: Path, line: int | None) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -247,7 +247,7 @@ def _resolve_default(entry: str, including: Path, config_dir: Path | None) -> Pa
     raise ConfigError(f"unknown config '{entry}' in defaults (looked in {where})", hint=hint)
 
 
-def _leaf_paths(data: Any, prefix: str = "") -> list[str]:
+def _leaf_paths(data: object, prefix: str = "") -> list[str]:
     if not isinstance(data, dict) or not data:
         return [prefix] if prefix else []
     out: list[str] = []

@@ -23,7 +23,7 @@ from nemo_runspec.errors import ConfigError
 TYPE_NAMES: dict[type, str] = {bool: "a bool (true or false)", int: "an int", float: "a float"}
 
 
-def _type_of(value: Any) -> type | None:
+def _type_of(value: object) -> type | None:
     """The checked type of ``value`` (bool before int: a bool is an int in Python), or None."""
     for kind in TYPE_NAMES:
         if isinstance(value, kind):
@@ -31,7 +31,7 @@ def _type_of(value: Any) -> type | None:
     return None
 
 
-def fits(value: Any, kind: type) -> bool:
+def fits(value: object, kind: type) -> bool:
     """True when ``value`` may replace a value of type ``kind``."""
     if value is None or (isinstance(value, str) and value.startswith("${") and value.endswith("}")):
         return True
@@ -39,7 +39,7 @@ def fits(value: Any, kind: type) -> bool:
     return found is kind or (kind is float and found is int)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, str):
         return f"the string {value!r}"
     if isinstance(value, bool):

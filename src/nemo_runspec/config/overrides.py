@@ -165,7 +165,7 @@ def _env_key(path: tuple[str, ...]) -> str | None:
     return None
 
 
-def _lookup(node: Any, seg: str) -> tuple[bool, Any]:
+def _lookup(node: object, seg: str) -> tuple[bool, Any]:
     if isinstance(node, dict):
         if seg in node:
             return True, seg

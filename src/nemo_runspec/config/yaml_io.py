@@ -59,6 +59,6 @@ def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-def to_yaml(data: Any) -> str:
+def to_yaml(data: object) -> str:
     """Block-style YAML of plain data, keys in their original order."""
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)

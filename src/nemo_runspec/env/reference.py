@@ -93,7 +93,7 @@ def canonical_key(key: str) -> str:
     return SYNONYMS.get(key, key)
 
 
-def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
+def env_vars_table(value: object, *, table: str, where: Where) -> Any:
     """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; anything but a list is returned as is.
 
     An entry that is not a ``NAME=value`` string is an :class:`EnvFileError`
@@ -122,7 +122,7 @@ def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
     return out
 
 
-def _split_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
+def _split_auto_mounts(value: object, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
     """``mounts`` without its ``${auto_mount:...}`` entries, and those entries as
     ``git_mounts`` (cloned on the cluster at submission: :mod:`nemo_runspec.git_mounts`)."""
     from nemo_runspec import git_mounts

@@ -51,7 +51,7 @@ _KEY_HINTS: dict[str, str] = {}
 _TOML_TYPES = {str: "string", int: "integer", bool: "boolean", float: "float", list: "array", dict: "table"}
 
 
-def toml_type(value: Any) -> str:
+def toml_type(value: object) -> str:
     """The TOML name of ``value``'s type (``string``, ``integer``, ...) for error messages."""
     for py, name in _TOML_TYPES.items():
         if type(value) is py:
@@ -114,7 +114,7 @@ def _annotation_at(model: type[BaseModel], keypath: tuple[Any, ...]) -> Any:
     return annotation
 
 
-def _user_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+def _user_path(data: object, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
     """The prefix of pydantic's ``loc`` that names real keys in ``data``, and the value there."""
     path: list[Any] = []
     value = data

@@ -28,7 +28,7 @@ _RUN_OWN = {"env", "mode", "profile", "dry_run", "recipe", "env_sources", "cli",
             "not_secret"}
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Mapping | list):

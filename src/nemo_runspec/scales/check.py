@@ -50,7 +50,7 @@ def _load(spec: Runspec, config: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _has(data: Any, key: str) -> bool:
+def _has(data: object, key: str) -> bool:
     node = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -59,7 +59,7 @@ def _has(data: Any, key: str) -> bool:
     return True
 
 
-def _hint(data: Any, key: str) -> str | None:
+def _hint(data: object, key: str) -> str | None:
     from nemo_runspec._suggest import closest
 
     node, done = data, []

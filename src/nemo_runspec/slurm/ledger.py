@@ -221,7 +221,7 @@ def _secret_values(sub: SubmittedJob) -> list[str]:
     return [str(v) for v in (*job.secrets.values(), *find_secret_values(job.values)) if v]
 
 
-def _scrub(value: Any, secrets: list[str]) -> Any:
+def _scrub(value: object, secrets: list[str]) -> Any:
     """``value`` with every secret value and credential-shaped token masked."""
     from nemo_runspec.secrets import redact_text
 
@@ -358,7 +358,7 @@ def load_submissions(path: str | os.PathLike[str] | None = None) -> list[Submiss
     return read_ledger(path)[0]
 
 
-def _pipe_from_json(data: Any, path: Path) -> Pipe:
+def _pipe_from_json(data: object, path: Path) -> Pipe:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
         raise ValueError("no pipe id")
     stages = []
