@@ -106,7 +106,7 @@ class FsspecBackend:
             raise ArtifactError(f"corrupt {what}: invalid JSON, {exc.msg[:1].lower()}{exc.msg[1:]}",
                                 path=self._url(path), line=exc.lineno, hint=hint) from None
 
-    def _write_json_atomic(self, path: str, data: Any, *, exclusive: bool = False) -> None:
+    def _write_json_atomic(self, path: str, data: object, *, exclusive: bool = False) -> None:
         """Write ``data`` as JSON in one step; ``exclusive`` raises ``FileExistsError`` if ``path`` exists."""
         payload = _dumps(data)
         if self.local:

@@ -69,7 +69,7 @@ def _drop_sources(sources: dict[str, str], path: str) -> None:
         del sources[k]
 
 
-def _label_leaves(sources: dict[str, str], value: Any, path: str, label: str) -> None:
+def _label_leaves(sources: dict[str, str], value: object, path: str, label: str) -> None:
     sources[path] = label
     if isinstance(value, dict):
         for k, v in value.items():
@@ -97,7 +97,7 @@ def _merge_layer(
             _label_leaves(sources, v, path, label(path))
 
 
-def _cli_env_ops(overrides: list[str], run: Any = None) -> list[Any]:
+def _cli_env_ops(overrides: list[str], run: object = None) -> list[Any]:
     """The overrides that touch ``run.env`` (parsed), in our spelling: ``run.nodes=8``
     is ``run.env.nodes=8`` unless ``run`` (the config's run section) has ``nodes``,
     ``run.env.container`` is ``run.env.container_image``, and an ``env_vars`` list

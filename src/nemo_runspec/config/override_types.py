@@ -15,7 +15,6 @@ for each override that sets an existing key (``KEY=v`` and ``++KEY=v``).
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
@@ -49,7 +48,7 @@ def _shown(value: object) -> str:
     return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else type(value).__name__
 
 
-def check_value_type(raw: str, key: str, value: Any, current: Any, *, where: str = "") -> None:
+def check_value_type(raw: str, key: str, value: object, current: object, *, where: str = "") -> None:
     """Raise a one-line :class:`ConfigError` when ``value``, the parsed value of the
     override ``raw`` that sets ``key``, does not fit the type of ``current``, the key's
     value now (see the module docstring). ``where`` names the overrides' source in the

@@ -143,7 +143,7 @@ def collect_references(cfg: ConfigTree | str) -> list[str]:
     return refs
 
 
-def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
+def resolve_artifacts_once(cfg: ConfigTree | str, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
                            timeout: float = 600.0, poll: float = 0.2,
                            resolver: Callable[[str], dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Resolve the config's artifact references on one rank and share the answers.
@@ -299,7 +299,7 @@ def _keys_using(cfg: object, ref: str) -> list[str]:
         return []
     found: list[str] = []
 
-    def walk(node: Any, path: str) -> None:
+    def walk(node: DictConfig | ListConfig, path: str) -> None:
         items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node._iter_ex(resolve=False))
         for k, v in items:
             here = f"{path}.{k}" if path else str(k)

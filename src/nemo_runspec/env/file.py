@@ -169,7 +169,7 @@ def _unquote(text: str) -> str:
 
 
 def interpolate(
-    value: Any, keypath: tuple[str, ...], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
+    value: object, keypath: tuple[str, ...], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
 ) -> Any:
     """Resolve ``${oc.env:...}`` inside every string of ``value`` (nested)."""
     if isinstance(value, dict):

@@ -136,7 +136,7 @@ def _dotted(path: Iterable[Any]) -> str:
     return out
 
 
-def _show_value(keypath: tuple[Any, ...], value: Any) -> str:
+def _show_value(keypath: tuple[Any, ...], value: object) -> str:
     if any(isinstance(p, str) and is_secret_name(p) for p in keypath):
         return f"{toml_type(value)} (value hidden: secret-looking key)"
     shown = repr(value)

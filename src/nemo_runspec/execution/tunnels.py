@@ -111,7 +111,7 @@ def default_base_dir(values: Mapping[str, Any] | None = None) -> Path:
     return jobs_dir().absolute()
 
 
-def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str]) -> Any:
+def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str]) -> Tunnel:
     """Build the nemo-run tunnel for a profile (``values`` = validated profile keys).
 
     ``base_dir`` is the local Experiment base dir; for a local tunnel the job dir

@@ -36,7 +36,7 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, Any]) -> None:
     if isinstance(value, Mapping) and value:
         for k, v in value.items():
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)

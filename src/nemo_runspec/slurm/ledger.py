@@ -141,7 +141,7 @@ class Submission:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> Submission:
+    def from_json(cls, data: object) -> Submission:
         """A line read back; ``ValueError`` when it is not one (no job id or job dir)."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from nemo_run.core.tunnel.client import Tunnel
     from rich.console import Console
 
+    from nemo_runspec.slurm.launch import SlurmLaunch
+
 
 def _unexpected_exit(exc: BaseException) -> Any:
     seen = set()
@@ -310,9 +312,9 @@ def _disk_hint(message: str, job: PreparedJob) -> str | None:
     return None
 
 
-def _accepted_job_id(launch: Any) -> str | None:
+def _accepted_job_id(launch: SlurmLaunch | None) -> str | None:
     """The Slurm job id sbatch printed (``--parsable``: ``<id>[;<cluster>]``), if it got that far."""
-    job_id = getattr(launch, "job_id", None) or ""
+    job_id = (launch.job_id if launch is not None else None) or ""
     return job_id.split(";", 1)[0].strip() or None
 
 
