@@ -295,10 +295,10 @@ def _plain(value: object) -> bool:
     return False
 
 
-_LOADER: Any = None
+_LOADER: type | None = None
 
 
-def _loader() -> Any:
+def _loader() -> type:
     global _LOADER
     if _LOADER is None:
         _LOADER = yaml_loader()

@@ -15,7 +15,7 @@ import yaml
 from nemo_runspec.errors import ConfigError
 
 
-def yaml_loader() -> Any:
+def yaml_loader() -> type:
     """The YAML loader OmegaConf uses (``1e-4`` is a float, duplicate keys are errors)."""
     from omegaconf._yaml import get_yaml_loader  # omegaconf 2.4 (pinned in pyproject.toml)
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from nemo_runspec.env.chain import layer, resolve_chain
 from nemo_runspec.env.chain import merged as merged_values
@@ -56,7 +56,7 @@ class Source:
         return self.label
 
 
-_MISSING: Any = object()
+_MISSING: Final = object()
 
 
 class EnvProfile(Mapping[str, Any]):

@@ -36,7 +36,7 @@ import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.slurm.prepared import TRAIN_YAML, PreparedJob
@@ -100,7 +100,7 @@ def array_spec(indices: Sequence[int], parallel: int | None = None) -> str:
     return ",".join(runs) + (f"%{parallel}" if parallel else "")
 
 
-_DETAILS: Any = None
+_DETAILS: type | None = None
 
 
 def _details_class() -> type:

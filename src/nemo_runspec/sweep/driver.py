@@ -24,6 +24,8 @@ from nemo_runspec.errors import CLIUsageError, ConfigError
 from nemo_runspec.sweep.invoke import Points
 
 if TYPE_CHECKING:
+    from typer import Context
+
     from nemo_runspec._models import Runspec
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
 
@@ -53,7 +55,7 @@ def parallel_of(text: str | None) -> int | None:
     return int(text)
 
 
-def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Runspec, cfg: RecipeConfig) -> int:
+def run_sweep(command: Callable[[Context], Any], ctx: Context, spec: Runspec, cfg: RecipeConfig) -> int:
     """Run ``command`` (a recipe command taking the Typer context ``ctx``) once per point of
     the sweep its command line ``cfg`` (``parse_recipe_config(ctx)``) describes; returns the
     exit code (see the module docstring)."""

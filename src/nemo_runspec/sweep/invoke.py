@@ -14,6 +14,8 @@ from nemo_runspec.config.sweep import Point, SweepPlan
 from nemo_runspec.errors import ExecutionError
 
 if TYPE_CHECKING:
+    from typer import Context
+
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.sweep.collect import Taken
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 class Points:
     """Compiles points by running the recipe command with the point's overrides."""
 
-    def __init__(self, command: Callable[[Any], Any], ctx: Any, cfg: RecipeConfig) -> None:
+    def __init__(self, command: Callable[[Context], Any], ctx: Context, cfg: RecipeConfig) -> None:
         self.command, self.ctx, self.cfg = command, ctx, cfg
 
     @contextlib.contextmanager
