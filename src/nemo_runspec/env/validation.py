@@ -59,7 +59,7 @@ def toml_type(value: object) -> str:
     return type(value).__name__
 
 
-def _describe(annotation: Any) -> str:
+def _describe(annotation: object) -> str:
     """TOML-flavoured description of a type annotation: ``array of strings``."""
     import typing
 
@@ -91,7 +91,7 @@ def _annotation_at(model: type[BaseModel], keypath: tuple[Any, ...]) -> Any:
 
     from pydantic import BaseModel
 
-    annotation: Any = model
+    annotation: object = model
     for part in keypath:
         while True:
             origin = typing.get_origin(annotation)
@@ -229,7 +229,7 @@ def _validation_error(
     )
 
 
-def _literal_values(annotation: Any) -> list[Any]:
+def _literal_values(annotation: object) -> list[Any]:
     import typing
 
     if typing.get_origin(annotation) is typing.Literal:
