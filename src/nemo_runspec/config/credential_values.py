@@ -30,7 +30,7 @@ def not_secret_values(data: Mapping[str, Any]) -> list[str]:
                           hint="e.g. +run.not_secret=[model.name,data.url]")
     values = []
     for path in paths:
-        node: Any = data
+        node: object = data
         for part in path.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
         if isinstance(node, str):

@@ -269,7 +269,7 @@ def _warn_new_keys(parents: DictConfig, data: dict, path: Path, text: str) -> No
 
     base = OmegaConf.to_container(parents, resolve=False)
     for dotted in _leaf_paths(data):
-        node: Any = base
+        node: object = base
         parts = dotted.split(".")
         for i, part in enumerate(parts):
             if not isinstance(node, dict):

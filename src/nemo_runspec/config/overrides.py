@@ -66,7 +66,7 @@ class Override:
     key: str
     path: tuple[str, ...]
     text: str | None
-    value: Any = None
+    value: object = None
     problem: str | None = None
     """Why ``text`` is not a valid value (raised by :func:`apply_overrides`), or None."""
 

@@ -48,7 +48,7 @@ def _field(art: Mapping[str, Any], field: str) -> Any:
     if field in ("version", "name", "ref"):
         return art[field]
     if field.startswith("metadata."):
-        cur: Any = art.get("metadata", {})
+        cur: object = art.get("metadata", {})
         for part in field.split(".")[1:]:
             if not isinstance(cur, Mapping) or part not in cur:
                 raise ArtifactError(f"artifact {art['ref']} has no {field}",
@@ -95,7 +95,7 @@ def lookup(ref: str) -> dict[str, Any]:
     return pins.resolve(get_registry(), ref).to_dict()
 
 
-def _art_resolver(key: str, field: str = "path", *, _root_: Any = None) -> Any:
+def _art_resolver(key: str, field: str = "path", *, _root_: object = None) -> Any:
     return _field(lookup(reference_for(str(key), _root_)), str(field))
 
 

@@ -73,7 +73,7 @@ class EnvFile:
         """``(name, table)`` pairs, as :meth:`keys`."""
         return list(self._tables().items())
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """The table ``name`` as written, else ``default``."""
         return self._tables().get(name, default)
 
