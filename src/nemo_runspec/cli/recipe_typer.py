@@ -179,7 +179,9 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Runspec | None, args: tuple
     """``--scales`` (print the recipe's scale matrix) or ``-m`` (a sweep) for a recipe
     command called with its Typer context; None when neither was asked for."""
     ctx = args[0] if args else kwargs.get("ctx")
-    root = ctx.find_root() if hasattr(ctx, "find_root") else None
+    if ctx is None or not hasattr(ctx, "find_root"):
+        return None
+    root = ctx.find_root()
     from nemo_runspec.cli.context import GlobalContext, split_global_args
 
     gctx = root.obj if root is not None and isinstance(root.obj, GlobalContext) else None
