@@ -2,7 +2,8 @@
 
 ``ConfigTree`` is a recipe or job config as the library passes it around: a
 ``DictConfig`` or a plain mapping (both read by the same keys). Import it under
-``TYPE_CHECKING``: at run time it is a string, so importing this module costs nothing.
+``TYPE_CHECKING`` (the alias is a string at run time, and importing
+:mod:`nemo_runspec.config` loads OmegaConf).
 """
 
 from __future__ import annotations
