@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from types import SimpleNamespace as NS
+from pathlib import Path
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
@@ -16,6 +16,7 @@ from nemo_runspec.env.validation import validate_run_env
 from nemo_runspec.errors import EnvFileError
 from nemo_runspec.execution.executor import shell_value
 from nemo_runspec.slurm import prepare_job, render_sbatch  # noqa: E402
+from nemo_runspec.spec.models import Launch, Runspec, RunspecResources, RunspecRun
 
 BASE = {"executor": "slurm", "account": "acct", "partition": "debug", "container_image": ""}
 
@@ -34,9 +35,9 @@ SHELL_SYNTAX = ["qa;touch X;x-", "x$(id)", "x`id`", "a|b>c", "a&&b", "$HOME", "a
 PATH_KEYS = {"container_image", "job_dir", "workdir"}
 
 
-def _spec(launch: str = "torchrun") -> NS:
-    return NS(name="demo/values", image=None, run=NS(launch=launch),
-              resources=NS(nodes=1, gpus_per_node=0), env={})
+def _spec(launch: Launch = "torchrun") -> Runspec:
+    return Runspec(name="demo/values", script_path=Path("main.py"), run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=1, gpus_per_node=0))
 
 
 def _render(tmp_path, profile: dict, **kw) -> str:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nemo_runspec.artifacts.refs import Artifact
 
 #: files whose sizes are listed one by one; beyond this only counts are kept
 LISTED = 1000
@@ -89,7 +92,7 @@ def describe_missing(gone: list[str]) -> str:
     return gone[0] + (f" and {len(gone) - 1} more" if len(gone) > 1 else "")
 
 
-def gone_reason(artifact: Any) -> str:
+def gone_reason(artifact: Artifact) -> str:
     """``"<ref> was made from the same config and inputs, but ..."`` when a published
     version's files are gone (:func:`missing`), ``""`` when they are all there."""
     gone = missing(artifact.path, artifact.metadata.get("contents"))

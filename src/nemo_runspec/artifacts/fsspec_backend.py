@@ -53,7 +53,7 @@ _PENDING_RE = re.compile(r"aliases\.json\.pending-v(\d+)")
 _ALIASES = "aliases.json"
 
 
-def _dumps(data: Any) -> bytes:
+def _dumps(data: object) -> bytes:
     return json.dumps(data, indent=2, sort_keys=True).encode()
 
 
@@ -106,7 +106,7 @@ class FsspecBackend:
             raise ArtifactError(f"corrupt {what}: invalid JSON, {exc.msg[:1].lower()}{exc.msg[1:]}",
                                 path=self._url(path), line=exc.lineno, hint=hint) from None
 
-    def _write_json_atomic(self, path: str, data: Any, *, exclusive: bool = False) -> None:
+    def _write_json_atomic(self, path: str, data: object, *, exclusive: bool = False) -> None:
         """Write ``data`` as JSON in one step; ``exclusive`` raises ``FileExistsError`` if ``path`` exists."""
         payload = _dumps(data)
         if self.local:

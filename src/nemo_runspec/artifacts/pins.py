@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.artifacts.refs import Artifact, parse_ref, version_number
+
+if TYPE_CHECKING:
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
 PINS_ENV = "NEMOTRON_ARTIFACT_PINS"
 #: stands for the pipe id in a pin made before the pipe has one (replaced in the job's environment)
@@ -52,7 +55,7 @@ def for_pipe(pins: Mapping[str, str], pipe_id: str) -> dict[str, str]:
     return {name: pin.replace(PIPE_ID_SLOT, pipe_id) for name, pin in pins.items()}
 
 
-def resolve(registry: Any, ref: str, pins: Mapping[str, str] | None = None) -> Artifact:
+def resolve(registry: ArtifactRegistry, ref: str, pins: Mapping[str, str] | None = None) -> Artifact:
     """``registry.resolve(ref)``, with an alias of a pinned name replaced by its pin
     (default pins: :func:`from_env`); remembers what was consumed."""
     pins = from_env() if pins is None else pins
@@ -68,7 +71,7 @@ def resolve(registry: Any, ref: str, pins: Mapping[str, str] | None = None) -> A
     return art
 
 
-def _published_by(registry: Any, name: str, pin: str) -> Artifact:
+def _published_by(registry: ArtifactRegistry, name: str, pin: str) -> Artifact:
     _, pipe_id, key = (pin.split(":", 2) + ["", ""])[:3]
     for art in reversed(registry.versions(name)):
         meta = art.metadata or {}

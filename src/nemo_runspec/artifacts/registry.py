@@ -12,6 +12,7 @@ a training config consumes it with ``${art:data,path}``. Two backends:
 
 from __future__ import annotations
 
+import builtins  # the annotations of ArtifactRegistry, whose method `list` hides the builtin
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -132,7 +133,7 @@ class ArtifactRegistry:
         """Names of all artifacts with at least one version."""
         return self.backend.names()
 
-    def versions(self, name: str) -> list[Artifact]:
+    def versions(self, name: str) -> builtins.list[Artifact]:
         """All versions of ``name``, oldest first."""
         return self.backend.versions(name)
 
@@ -142,7 +143,7 @@ class ArtifactRegistry:
         self.backend.set_alias(art.name, alias, art.version)
         return self.resolve(f"{art.name}:v{art.version}")
 
-    def gc(self) -> list[str]:
+    def gc(self) -> builtins.list[str]:
         """Remove what crashed publishes left behind (see :meth:`FsspecBackend.gc`); other backends: nothing."""
         gc = getattr(self.backend, "gc", None)
         return gc() if callable(gc) else []

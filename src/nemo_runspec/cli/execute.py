@@ -10,19 +10,21 @@ script, or our Ray template with the script as driver).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.backends import compose
 from nemo_runspec.cli.runner import launch
 from nemo_runspec.job.compiled import compile_job
 
 if TYPE_CHECKING:
+    from nemo_run.run.experiment import Experiment
+
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.job.run_config import RunConfig
     from nemo_runspec.spec.models import Runspec
 
 
-def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Any = None,
+def execute_recipe(spec: Runspec, run: RunConfig | RecipeConfig, *, experiment: Experiment | None = None,
                    dependencies: list[str] | None = None) -> int | str | None:
     """Compile the recipe ``spec`` as ``run`` asks, then run it, show it or submit it.
 

@@ -26,7 +26,10 @@ import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo_runspec.spec.models import Runspec
 
 SECTIONS = ("Consumes", "Produces", "Examples")
 
@@ -73,7 +76,7 @@ class RecipeMeta:
         return self.name.rsplit("/", 1)[-1]
 
     @classmethod
-    def from_spec(cls, spec: Any, doc: str | None = None) -> RecipeMeta:
+    def from_spec(cls, spec: Runspec, doc: str | None = None) -> RecipeMeta:
         """The meta of the recipe whose parsed runspec is ``spec``, described by ``doc``
         (a command's docstring, see the module docstring)."""
         description, sections = parse_command_doc(doc or "")

@@ -127,7 +127,7 @@ def rich_renderables(blocks: Sequence[Block]) -> Iterable[Any]:
 # --------------------------------------------------------------------------- when
 
 
-def terminal(file: Any) -> tuple[int, bool] | None:
+def terminal(file: object) -> tuple[int, bool] | None:
     """(width, colours) rich's ``Console`` would use to write to ``file``, when it is
     a case :func:`render` covers; None otherwise (rich prints the page).
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,6 +15,9 @@ from nemo_runspec.cli.help import (
     recipe_command_class,
 )
 from nemo_runspec.cli.meta import RecipeMeta
+
+if TYPE_CHECKING:
+    from nemo_runspec.spec.models import Runspec
 
 __all__ = [
     "RECIPE_CONTEXT_SETTINGS",
@@ -56,7 +59,7 @@ class RecipeTyper(typer.Typer):
         func: Callable[..., Any],
         *,
         meta: RecipeMeta | None = None,
-        spec: Any = None,
+        spec: Runspec | None = None,
         rich_help_panel: str | None = None,
         name: str | None = None,
     ) -> Callable[..., Any]:
@@ -172,11 +175,13 @@ class RecipeTyper(typer.Typer):
         )(failed)
 
 
-def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _sweep_or_scales(func: Callable[..., Any], spec: Runspec | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``--scales`` (print the recipe's scale matrix) or ``-m`` (a sweep) for a recipe
     command called with its Typer context; None when neither was asked for."""
     ctx = args[0] if args else kwargs.get("ctx")
-    root = ctx.find_root() if hasattr(ctx, "find_root") else None
+    if ctx is None or not hasattr(ctx, "find_root"):
+        return None
+    root = ctx.find_root()
     from nemo_runspec.cmdline.context import GlobalContext, split_global_args
 
     gctx = root.obj if root is not None and isinstance(root.obj, GlobalContext) else None
@@ -184,7 +189,9 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
         return None
     late, _ = split_global_args(list(ctx.args))
     scales, multirun = gctx.scales or late.scales, gctx.multirun or late.multirun
-    if (scales or multirun) and spec is None:
+    if not (scales or multirun):
+        return None
+    if spec is None:
         from nemo_runspec.errors import CLIUsageError
 
         raise CLIUsageError(f"{ctx.command_path} takes neither -m/--multirun nor --scales (it has no runspec)")
@@ -192,19 +199,17 @@ def _sweep_or_scales(func: Callable[..., Any], spec: Any, args: tuple[Any, ...],
         from nemo_runspec.scales.show import print_matrix
 
         return print_matrix(spec)
-    if multirun:
-        from nemo_runspec.cmdline.recipe_config import parse_recipe_config
-        from nemo_runspec.sweep.driver import run_sweep
+    from nemo_runspec.cmdline.recipe_config import parse_recipe_config
+    from nemo_runspec.sweep.driver import run_sweep
 
-        words = list(ctx.args)
-        end = words.index("--") if "--" in words else len(words)
-        no_resume = "--no-resume" in words[:end]  # the sweep's own option (pipe has one of its own)
-        ctx.args = [w for i, w in enumerate(words) if not (i < end and w == "--no-resume")]
-        cfg = parse_recipe_config(ctx)
-        cfg.ctx.no_resume = no_resume
-        # the command with its own arguments (`nemotron evaluate MODEL`); each point changes ctx
-        return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, cfg)
-    return None
+    words = list(ctx.args)
+    end = words.index("--") if "--" in words else len(words)
+    no_resume = "--no-resume" in words[:end]  # the sweep's own option (pipe has one of its own)
+    ctx.args = [w for i, w in enumerate(words) if not (i < end and w == "--no-resume")]
+    cfg = parse_recipe_config(ctx)
+    cfg.ctx.no_resume = no_resume
+    # the command with its own arguments (`nemotron evaluate MODEL`); each point changes ctx
+    return run_sweep(lambda _ctx: func(*args, **kwargs), ctx, spec, cfg)
 
 
 class LazyRecipeCommand(FastHelpCommand):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nemo_run.run.experiment import Experiment
     from rich.console import Console
 
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
@@ -26,7 +27,7 @@ LAUNCHERS = ("nemo-run", "sbatch")
 
 
 def launch(job: CompiledJob | Preparation, *, extra: Callable[[Console], object] | None = None,
-           before_submit: Callable[[], Sequence[str]] | None = None, experiment: Any = None,
+           before_submit: Callable[[], Sequence[str]] | None = None, experiment: Experiment | None = None,
            dependencies: list[str] | None = None) -> int | str | None:
     """Show, run or submit ``job`` on the backend its profile names; the exit code.
 

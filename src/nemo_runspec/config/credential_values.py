@@ -30,7 +30,7 @@ def not_secret_values(data: Mapping[str, Any]) -> list[str]:
                           hint="e.g. +run.not_secret=[model.name,data.url]")
     values = []
     for path in paths:
-        node: Any = data
+        node: object = data
         for part in path.split("."):
             node = node.get(part) if isinstance(node, Mapping) else None
         if isinstance(node, str):
@@ -38,7 +38,7 @@ def not_secret_values(data: Mapping[str, Any]) -> list[str]:
     return values
 
 
-def warn_credential_shaped(data: Any, allowed: set[str] | None = None, path: str = "") -> None:
+def warn_credential_shaped(data: object, allowed: set[str] | None = None, path: str = "") -> None:
     """Say so (stderr) when a value under an ordinary key looks like a credential:
     the files written for the job replace it with ***REDACTED***. Values
     listed in ``run.not_secret`` are not reported."""

@@ -30,7 +30,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -43,12 +43,17 @@ from nemo_runspec.env.validation import validate_run_env
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.secrets import is_secret_name, is_secret_value
 
+if TYPE_CHECKING:
+    from nemo_runspec.cmdline.context import GlobalContext
+    from nemo_runspec.env.profile import EnvProfile
+    from nemo_runspec.spec.models import Runspec
+
 CLI_LABEL = "command line"
 # Bookkeeping only the launcher reads; extract_train_config drops these.
 LAUNCHER_ONLY_KEYS = ("env_sources", "provenance", "cli", "dry_run")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """Make ``value`` storable in OmegaConf (Paths and tuples from env.toml models)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
@@ -64,7 +69,7 @@ def _drop_sources(sources: dict[str, str], path: str) -> None:
         del sources[k]
 
 
-def _label_leaves(sources: dict[str, str], value: Any, path: str, label: str) -> None:
+def _label_leaves(sources: dict[str, str], value: object, path: str, label: str) -> None:
     sources[path] = label
     if isinstance(value, dict):
         for k, v in value.items():
@@ -92,7 +97,7 @@ def _merge_layer(
             _label_leaves(sources, v, path, label(path))
 
 
-def _cli_env_ops(overrides: list[str], run: Any = None) -> list[Any]:
+def _cli_env_ops(overrides: list[str], run: object = None) -> list[Any]:
     """The overrides that touch ``run.env`` (parsed), in our spelling: ``run.nodes=8``
     is ``run.env.nodes=8`` unless ``run`` (the config's run section) has ``nodes``,
     ``run.env.container`` is ``run.env.container_image``, and an ``env_vars`` list
@@ -164,12 +169,12 @@ def _show(p: str | os.PathLike[str]) -> str:
         return str(p)
 
 
-def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
+def _config_label(train_config: DictConfig, ctx: GlobalContext | None) -> Callable[[str], str]:
     from nemo_runspec.config.loader import config_info
 
     info = config_info(train_config)
     if info is None:
-        name = getattr(ctx, "config", None) or "recipe config"
+        name = (ctx.config if ctx is not None else None) or "recipe config"
         return lambda _path: f"config {name}"
 
     def label(path: str) -> str:
@@ -179,9 +184,9 @@ def _config_label(train_config: DictConfig, ctx: Any) -> Callable[[str], str]:
     return label
 
 
-def _profile_label(env_profile: Any) -> Callable[[str], str]:
-    sources = dict(getattr(env_profile, "sources", None) or {})
-    default = f"env.toml [{getattr(env_profile, 'name', '?')}]"
+def _profile_label(env_profile: EnvProfile) -> Callable[[str], str]:
+    sources = dict(env_profile.sources)
+    default = f"env.toml [{env_profile.name}]"
 
     def label(path: str) -> str:
         src = sources.get(path) or sources.get(path.split(".", 1)[0])
@@ -209,7 +214,7 @@ def _tell(kind: str, text: str) -> None:
 _RUN_WANDB_REF = re.compile(r"\$\{[^}]*\brun\.wandb\b")
 
 
-def _refers_to_run_wandb(obj: Any) -> bool:
+def _refers_to_run_wandb(obj: object) -> bool:
     if isinstance(obj, dict):
         return any(_refers_to_run_wandb(v) for v in obj.values())
     if isinstance(obj, list):
@@ -245,7 +250,7 @@ def _synonym_refs() -> re.Pattern[str]:
     return re.compile(r"\brun\.env\.(" + "|".join(map(re.escape, SYNONYMS)) + r")\b(?![\w-])")
 
 
-def rewrite_env_synonyms(obj: Any, notes: list[Any], path: str = "") -> Any:
+def rewrite_env_synonyms(obj: object, notes: list[Any], path: str = "") -> Any:
     """``${run.env.container}`` (the reference's name, which its eval config uses for
     ``deployment.image``) rewritten to ``${run.env.container_image}``, the one name
     ``run.env`` holds here; the same for every synonym of
@@ -299,13 +304,13 @@ def effective_mode(mode: str, dry_run: bool, env: Mapping[str, Any],
 
 def build_job_config(
     train_config: DictConfig,
-    ctx: Any,
+    ctx: GlobalContext | None,
     recipe_name: str,
     script_path: str | os.PathLike[str],
     argv: list[str] | None = None,
     *,
-    env_profile: Any = None,
-    runspec: Any = None,
+    env_profile: EnvProfile | Mapping[str, object] | None = None,
+    runspec: Runspec | None = None,
     wandb_section: Mapping[str, Any] | None = None,
 ) -> DictConfig:
     """Return ``train_config`` plus the ``run:`` section of a job (see module docstring).
@@ -329,10 +334,10 @@ def build_job_config(
     from nemo_runspec.env.validation import rename_in_error
     from nemo_runspec.errors import EnvFileError
 
-    env_profile = EnvProfile.read(env_profile, getattr(ctx, "profile", None))  # also a dict or DictConfig
+    profile = EnvProfile.read(env_profile, ctx.profile if ctx is not None else None)  # also a dict or DictConfig
     data = OmegaConf.to_container(train_config, resolve=False)
     assert isinstance(data, dict)
-    notes: list[Note] = list(getattr(env_profile, "notes", None) or [])
+    notes: list[Note] = list(profile.notes) if profile is not None else []
     data = rewrite_env_synonyms(data, notes)
     run = data.get("run")
     if run is None:
@@ -342,7 +347,7 @@ def build_job_config(
     yaml_env = run.get("env") or {}
     if not isinstance(yaml_env, dict):
         raise ConfigError(f"'run.env' must be a mapping, not a {type(yaml_env).__name__}", key="run.env")
-    overrides = list(getattr(ctx, "overrides", None) or [])
+    overrides = list(ctx.overrides) if ctx is not None else []
     cli_ops = _cli_env_ops(overrides, run)  # first: a bad value there is the override's, not the YAML's
     yaml_env, yaml_renamed = normalize_layer(interpolate(yaml_env, (), _yaml_where(train_config)),
                                              table="run.env", where=_yaml_where(train_config), notes=notes)
@@ -351,21 +356,18 @@ def build_job_config(
     env: dict[str, Any] = {}
     sources: dict[str, str] = {}
     if runspec is not None:
-        resources = getattr(runspec, "resources", None)
-        layer: dict[str, Any] = {}
-        for key in ("nodes", "gpus_per_node"):
-            value = getattr(resources, key, None)
-            if value is not None:
-                layer[key] = value
-        spec_script = _show(getattr(runspec, "script_path", None) or script)
-        if getattr(runspec, "image", None):  # ${oc.env:USER} in it resolved here (the reference's recipes)
+        layer: dict[str, Any] = {key: value for key, value in (("nodes", runspec.resources.nodes),
+                                                                ("gpus_per_node", runspec.resources.gpus_per_node))
+                                 if value is not None}
+        spec_script = _show(runspec.script_path)
+        if runspec.image:  # ${oc.env:USER} in it resolved here (the reference's recipes)
             layer["container_image"] = interpolate(runspec.image, ("image",), lambda _k: (spec_script, None))
         _merge_layer(env, sources, layer, lambda _p: f"runspec {spec_script}")
     _merge_layer(env, sources, yaml_env, _config_label(train_config, ctx))
-    if env_profile is not None:
-        values = dict(getattr(env_profile, "values", None) or {})
+    if profile is not None:
+        values = dict(profile.values)
         values.pop("extends", None)  # how the profile was assembled, not a setting
-        _merge_layer(env, sources, values, _profile_label(env_profile))
+        _merge_layer(env, sources, values, _profile_label(profile))
     env = _apply_cli(env, sources, cli_ops)
     drop_shadowed_alias(env, sources, winner=CLI_LABEL)
     kept = normalize_merged(env, table="run.env", notes=notes,
@@ -386,24 +388,24 @@ def build_job_config(
         raise
 
     info = config_info(train_config)
-    profile = getattr(ctx, "profile", None)
-    if profile is None and env_profile is not None:
-        profile = getattr(env_profile, "name", None) or None
-    mode, dry_run = effective_mode(getattr(ctx, "mode", "local"), bool(getattr(ctx, "dry_run", False)),
-                                   env, sources)
+    profile_name = ctx.profile if ctx is not None else None
+    if profile_name is None and profile is not None:
+        profile_name = profile.name or None
+    mode, dry_run = effective_mode(ctx.mode if ctx is not None else "local",
+                                   ctx.dry_run if ctx is not None else False, env, sources)
     _run_wandb(data, run, wandb_section)
     run.update(
         mode=mode,
-        profile=profile,
+        profile=profile_name,
         dry_run=dry_run,
         recipe={"name": recipe_name, "script": str(script)},
         env=omegaconf_escape(env),  # shell text, never OmegaConf's: ${HOME} stays ${HOME}
         env_sources=dict(sorted(sources.items())),
         cli=omegaconf_escape({  # the command line as typed: ${HOME} in it is text
-            "argv": list(argv if argv is not None else getattr(ctx, "argv", None) or []),
-            "config": info.name if info is not None else getattr(ctx, "config", None),
+            "argv": list(argv if argv is not None else ctx.argv if ctx is not None else []),
+            "config": info.name if info is not None else ctx.config if ctx is not None else None,
             "overrides": overrides,
-            "passthrough": list(getattr(ctx, "passthrough", None) or []),
+            "passthrough": list(ctx.passthrough) if ctx is not None else [],
         }),
         provenance=collect_provenance(script),
     )
@@ -411,7 +413,7 @@ def build_job_config(
     return OmegaConf.create(data)
 
 
-def _strip_secrets(obj: Any, path: str = "", dropped: list[str] | None = None) -> Any:
+def _strip_secrets(obj: object, path: str = "", dropped: list[str] | None = None) -> Any:
     """Drop secret-named entries holding literal values (references like ``${oc.env:X}`` stay).
 
     The dotted paths of what was dropped are appended to ``dropped``.

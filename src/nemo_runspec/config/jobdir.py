@@ -153,7 +153,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = 
     return target
 
 
-def redact_config(obj: Any, values: Iterable[str] = (), allow: Iterable[str] = ()) -> Any:
+def redact_config(obj: object, values: Iterable[str] = (), allow: Iterable[str] = ()) -> Any:
     """:func:`nemo_runspec.secrets.redact` that keeps references like ``${oc.env:HF_TOKEN}``.
 
     ``run.env_sources`` holds labels, not values: only known secret values are

@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 import re
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -195,7 +196,7 @@ def _defaults_line(text: str) -> int | None:
     return None
 
 
-def _parse_defaults(value: Any, path: Path, line: int | None) -> list[str]:
+def _parse_defaults(value: object, path: Path, line: int | None) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -246,7 +247,7 @@ def _resolve_default(entry: str, including: Path, config_dir: Path | None) -> Pa
     raise ConfigError(f"unknown config '{entry}' in defaults (looked in {where})", hint=hint)
 
 
-def _leaf_paths(data: Any, prefix: str = "") -> list[str]:
+def _leaf_paths(data: object, prefix: str = "") -> list[str]:
     if not isinstance(data, dict) or not data:
         return [prefix] if prefix else []
     out: list[str] = []
@@ -268,7 +269,7 @@ def _warn_new_keys(parents: DictConfig, data: dict, path: Path, text: str) -> No
 
     base = OmegaConf.to_container(parents, resolve=False)
     for dotted in _leaf_paths(data):
-        node: Any = base
+        node: object = base
         parts = dotted.split(".")
         for i, part in enumerate(parts):
             if not isinstance(node, dict):
@@ -332,7 +333,19 @@ def load_config(config: str, config_dir: str | os.PathLike[str]) -> tuple[DictCo
     return cfg, info
 
 
-def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: str, *,
+class ConfigChoice(Protocol):
+    """What :func:`parse_config` reads of a command line: a
+    :class:`~nemo_runspec.cmdline.context.GlobalContext`, or anything with these two
+    (a ``multirun`` attribute, when there is one, allows ``a=1,2`` values)."""
+
+    @property
+    def config(self) -> str | None: ...
+
+    @property
+    def overrides(self) -> Sequence[str]: ...
+
+
+def parse_config(ctx: ConfigChoice, config_dir: str | os.PathLike[str], default_config: str, *,
                  empty_without_dir: bool = False) -> DictConfig:
     """Load the recipe config selected on the command line and apply its overrides.
 
@@ -347,12 +360,12 @@ def parse_config(ctx: Any, config_dir: str | os.PathLike[str], default_config: s
 
     from nemo_runspec.config.overrides import apply_overrides
 
-    if empty_without_dir and not getattr(ctx, "config", None) and not _exists(Path(config_dir)):
-        return apply_overrides(OmegaConf.create({}), list(getattr(ctx, "overrides", None) or []))
-    name = getattr(ctx, "config", None) or default_config
+    if empty_without_dir and not ctx.config and not _exists(Path(config_dir)):
+        return apply_overrides(OmegaConf.create({}), list(ctx.overrides))
+    name = ctx.config or default_config
     cfg, info = load_config(name, config_dir)
-    overrides = list(getattr(ctx, "overrides", None) or [])
-    if not getattr(ctx, "multirun", False):  # `a=1,2` on a number without -m: say so
+    overrides = list(ctx.overrides)
+    if not getattr(ctx, "multirun", False):  # optional: a ConfigChoice need not have it  # `a=1,2` on a number without -m: say so
         from nemo_runspec.config.sweep import refuse_unmarked_sweeps
 
         refuse_unmarked_sweeps(lambda: OmegaConf.to_container(cfg, resolve=False), overrides)

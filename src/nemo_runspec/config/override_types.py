@@ -15,7 +15,6 @@ for each override that sets an existing key (``KEY=v`` and ``++KEY=v``).
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
@@ -23,7 +22,7 @@ from nemo_runspec.errors import ConfigError
 TYPE_NAMES: dict[type, str] = {bool: "a bool (true or false)", int: "an int", float: "a float"}
 
 
-def _type_of(value: Any) -> type | None:
+def _type_of(value: object) -> type | None:
     """The checked type of ``value`` (bool before int: a bool is an int in Python), or None."""
     for kind in TYPE_NAMES:
         if isinstance(value, kind):
@@ -31,7 +30,7 @@ def _type_of(value: Any) -> type | None:
     return None
 
 
-def fits(value: Any, kind: type) -> bool:
+def fits(value: object, kind: type) -> bool:
     """True when ``value`` may replace a value of type ``kind``."""
     if value is None or (isinstance(value, str) and value.startswith("${") and value.endswith("}")):
         return True
@@ -39,7 +38,7 @@ def fits(value: Any, kind: type) -> bool:
     return found is kind or (kind is float and found is int)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, str):
         return f"the string {value!r}"
     if isinstance(value, bool):
@@ -49,7 +48,7 @@ def _shown(value: Any) -> str:
     return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else type(value).__name__
 
 
-def check_value_type(raw: str, key: str, value: Any, current: Any, *, where: str = "") -> None:
+def check_value_type(raw: str, key: str, value: object, current: object, *, where: str = "") -> None:
     """Raise a one-line :class:`ConfigError` when ``value``, the parsed value of the
     override ``raw`` that sets ``key``, does not fit the type of ``current``, the key's
     value now (see the module docstring). ``where`` names the overrides' source in the

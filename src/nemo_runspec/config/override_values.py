@@ -162,7 +162,7 @@ def _interpolation_end(text: str, start: int) -> int | None:
     return None
 
 
-def _restore_interpolations(value: Any, saved: dict[str, str]) -> Any:
+def _restore_interpolations(value: object, saved: dict[str, str]) -> Any:
     if not saved:
         return value
     if isinstance(value, str):
@@ -236,7 +236,7 @@ def _closing_quote(text: str, start: int) -> int | None:
     return None
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
@@ -246,7 +246,7 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def _bad_interpolation(value: Any) -> str | None:
+def _bad_interpolation(value: object) -> str | None:
     """Why a ``${...}`` in the value cannot be parsed (OmegaConf would refuse it), or None."""
     texts = [s for s in _strings(value) if "${" in s]
     if not texts:
@@ -285,7 +285,7 @@ def quote_hint(key: str | None, text: str, problem: str) -> str:
     return f"to pass it as text, quote it: {shlex.quote(f'{key}={quoted}')}"
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: object) -> bool:
     if value is None or isinstance(value, (str, int, float, bool)):
         return True
     if isinstance(value, list):
@@ -295,10 +295,10 @@ def _plain(value: Any) -> bool:
     return False
 
 
-_LOADER: Any = None
+_LOADER: type | None = None
 
 
-def _loader() -> Any:
+def _loader() -> type:
     global _LOADER
     if _LOADER is None:
         _LOADER = yaml_loader()

@@ -66,7 +66,7 @@ class Override:
     key: str
     path: tuple[str, ...]
     text: str | None
-    value: Any = None
+    value: object = None
     problem: str | None = None
     """Why ``text`` is not a valid value (raised by :func:`apply_overrides`), or None."""
 
@@ -138,7 +138,7 @@ def _wandb_keys() -> frozenset[str]:
     return frozenset(WandbSection.model_fields)
 
 
-def canonical(ov: Override, run: Any) -> Override:
+def canonical(ov: Override, run: object) -> Override:
     """``ov`` with the reference's spellings read as ours (see the module docstring):
     ``run.KEY`` -> ``run.env.KEY`` for a profile key the config's ``run`` (``run``,
     a mapping or None) does not have itself, and ``run.env.container`` ->
@@ -165,7 +165,7 @@ def _env_key(path: tuple[str, ...]) -> str | None:
     return None
 
 
-def _lookup(node: Any, seg: str) -> tuple[bool, Any]:
+def _lookup(node: object, seg: str) -> tuple[bool, Any]:
     if isinstance(node, dict):
         if seg in node:
             return True, seg
@@ -179,7 +179,7 @@ def _lookup(node: Any, seg: str) -> tuple[bool, Any]:
     return False, seg
 
 
-def _unknown(ov: Override, depth: int, node: Any, where: str, extra: Iterable[str] = ()) -> ConfigError:
+def _unknown(ov: Override, depth: int, node: object, where: str, extra: Iterable[str] = ()) -> ConfigError:
     """Error for ``ov.path[:depth+1]`` missing under ``node``."""
     extra = list(extra)
     if isinstance(node, list) and not extra:  # (under run.env, a list is the mistake: the keys are named)
@@ -211,7 +211,7 @@ def _not_an_index(ov: Override, depth: int, items: list[Any], where: str) -> Con
                        hint=f"set the whole list instead, e.g. {listed}=[a,b]")
 
 
-def _not_container(ov: Override, depth: int, value: Any, where: str) -> ConfigError:
+def _not_container(ov: Override, depth: int, value: object, where: str) -> ConfigError:
     prefix = ".".join(ov.path[: depth + 1])
     return ConfigError(
         f"cannot apply override '{ov.raw}'{where}: '{prefix}' is a {type(value).__name__} value, not a mapping",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
@@ -25,7 +24,7 @@ _KEY_REF = re.compile(r"(?<!\\)\$\{\s*([A-Za-z0-9_.\[\]-]*)\s*\}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _strings(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+def _strings(node: object, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
     if isinstance(node, dict):
         for key, value in node.items():
             yield from _strings(value, (*path, str(key)))
@@ -36,7 +35,7 @@ def _strings(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...]
         yield path, node
 
 
-def check_key_references(cfg: Any, overrides: Sequence[str] = ()) -> None:
+def check_key_references(cfg: object, overrides: Sequence[str] = ()) -> None:
     """Raise a one-line :class:`ConfigError` for the first value of ``cfg`` (a DictConfig)
     holding ``${NAME}`` where ``NAME`` is no top-level key of ``cfg``."""
     from omegaconf import OmegaConf

@@ -26,10 +26,14 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.runtime.ranks import global_rank
+
+if TYPE_CHECKING:
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+    from nemo_runspec.config.tree import ConfigTree
 
 _HANDOFF = "artifacts.resolved.json"
 _FAILED = "artifacts.failed.json"
@@ -44,7 +48,7 @@ def _field(art: Mapping[str, Any], field: str) -> Any:
     if field in ("version", "name", "ref"):
         return art[field]
     if field.startswith("metadata."):
-        cur: Any = art.get("metadata", {})
+        cur: object = art.get("metadata", {})
         for part in field.split(".")[1:]:
             if not isinstance(cur, Mapping) or part not in cur:
                 raise ArtifactError(f"artifact {art['ref']} has no {field}",
@@ -59,14 +63,14 @@ def _field(art: Mapping[str, Any], field: str) -> Any:
                              + (", ".join(sorted(metadata)) or "none"))
 
 
-def reference_for(key: str, root: Any) -> str:
+def reference_for(key: str, root: object) -> str:
     """The artifact reference ``${art:key,...}`` points at, given the config root."""
     run = None
     try:
-        run = root.get("run") if root is not None else None
-    except Exception:  # noqa: BLE001 - non-mapping roots
+        run = root.get("run") if isinstance(root, Mapping) else None
+    except Exception:  # noqa: BLE001 - a root whose run section does not read
         run = None
-    if run is not None and key in run:
+    if isinstance(run, Mapping) and key in run:
         value = run[key]
         if isinstance(value, Mapping):
             value = value.get("ref") or value.get("artifact")
@@ -91,7 +95,7 @@ def lookup(ref: str) -> dict[str, Any]:
     return pins.resolve(get_registry(), ref).to_dict()
 
 
-def _art_resolver(key: str, field: str = "path", *, _root_: Any = None) -> Any:
+def _art_resolver(key: str, field: str = "path", *, _root_: object = None) -> Any:
     return _field(lookup(reference_for(str(key), _root_)), str(field))
 
 
@@ -117,7 +121,7 @@ def pin(answers: Mapping[str, Mapping[str, Any]] | None) -> None:
     _PINNED = None if answers is None else {k: dict(v) for k, v in answers.items()}
 
 
-def referenced_keys(cfg: Any) -> list[str]:
+def referenced_keys(cfg: ConfigTree | str) -> list[str]:
     """The keys of every ``${art:<key>,...}`` interpolation in ``cfg`` (a config or its
     YAML text), in order of first use: ``run.<key>`` names, or direct references."""
     import re
@@ -128,7 +132,7 @@ def referenced_keys(cfg: Any) -> list[str]:
     return list(dict.fromkeys(m.group(1).strip() for m in re.finditer(r"\$\{art:([^,}]+)", text)))
 
 
-def collect_references(cfg: Any) -> list[str]:
+def collect_references(cfg: ConfigTree | str) -> list[str]:
     """Every artifact reference used by an ``${art:...}`` interpolation in ``cfg``."""
     root = cfg if not isinstance(cfg, str) else None
     refs = []
@@ -139,7 +143,7 @@ def collect_references(cfg: Any) -> list[str]:
     return refs
 
 
-def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
+def resolve_artifacts_once(cfg: ConfigTree | str, handoff_dir: str | os.PathLike[str], *, rank: int | None = None,
                            timeout: float = 600.0, poll: float = 0.2,
                            resolver: Callable[[str], dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Resolve the config's artifact references on one rank and share the answers.
@@ -179,13 +183,13 @@ def resolve_artifacts_once(cfg: Any, handoff_dir: str | os.PathLike[str], *, ran
                         path=str(done), hint="check rank 0's log")
 
 
-def _write_atomic(path: Path, data: Any) -> None:
+def _write_atomic(path: Path, data: object) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, path)
 
 
-def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
+def describe_references(cfg: ConfigTree | str, registry: ArtifactRegistry | None = None) -> list[dict[str, Any]]:
     """Each artifact reference in ``cfg`` with what it resolves to now (for dry runs).
 
     Returns ``{"ref", "path", "version"}`` or ``{"ref", "error"}`` per reference.
@@ -208,7 +212,7 @@ def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
         try:
             art = registry.resolve(ref)
         except ArtifactError as exc:
-            where = f"{exc.path}: " if getattr(exc, "path", None) else ""
+            where = f"{exc.path}: " if exc.path else ""
             out.append({"ref": ref, "error": where + exc.problem + (f" ({exc.hint})" if exc.hint else ""),
                         "problem": where + exc.problem, "hint": exc.hint})
         else:
@@ -216,7 +220,7 @@ def describe_references(cfg: Any, registry: Any = None) -> list[dict[str, Any]]:
     return out
 
 
-def registry_reachable(registry: Any, *, job_shares_this_machine: bool = True) -> bool:
+def registry_reachable(registry: ArtifactRegistry | None, *, job_shares_this_machine: bool = True) -> bool:
     """True when ``registry``'s references can be checked from this machine before a job starts.
 
     - A local path, when the job runs here or on a cluster that shares this machine's
@@ -233,7 +237,7 @@ def registry_reachable(registry: Any, *, job_shares_this_machine: bool = True) -
     """
     from nemo_runspec.artifacts.registry import FsspecBackend
 
-    backend = getattr(registry, "backend", None)
+    backend = registry.backend if registry is not None else None
     if not isinstance(backend, FsspecBackend):
         return False
     root = str(backend.root)
@@ -254,7 +258,7 @@ def registry_reachable(registry: Any, *, job_shares_this_machine: bool = True) -
 _NOTED: set[str] = set()
 
 
-def check_references(cfg: Any, registry: Any, *, job_shares_this_machine: bool = True) -> None:
+def check_references(cfg: ConfigTree | str, registry: ArtifactRegistry | None, *, job_shares_this_machine: bool = True) -> None:
     """Raise a one-line :class:`~nemo_runspec.errors.ConfigError` for the first
     ``${art:...}`` in ``cfg`` that does not resolve, before anything runs or is
     submitted. A registry this machine cannot read (:func:`registry_reachable`) is
@@ -277,7 +281,7 @@ def check_references(cfg: Any, registry: Any, *, job_shares_this_machine: bool =
                 hint=(row.get("hint") or "publish it first, or point the config at an existing "
                                          "artifact with +run.KEY=NAME:VERSION") + without,
             )
-    location = str(getattr(registry, "location", "") or "")
+    location = registry.location if registry is not None else ""
     if rows and not reachable and location not in _NOTED:
         _NOTED.add(location)
         refs = ", ".join(row["ref"] for row in rows)
@@ -285,7 +289,7 @@ def check_references(cfg: Any, registry: Any, *, job_shares_this_machine: bool =
               f"{refs} when it starts", file=sys.stderr)
 
 
-def _keys_using(cfg: Any, ref: str) -> list[str]:
+def _keys_using(cfg: object, ref: str) -> list[str]:
     """Dotted config keys whose value interpolates ``${art:...}`` of ``ref`` (as written)."""
     import re
 
@@ -295,7 +299,7 @@ def _keys_using(cfg: Any, ref: str) -> list[str]:
         return []
     found: list[str] = []
 
-    def walk(node: Any, path: str) -> None:
+    def walk(node: DictConfig | ListConfig, path: str) -> None:
         items = node.items_ex(resolve=False) if isinstance(node, DictConfig) else enumerate(node._iter_ex(resolve=False))
         for k, v in items:
             here = f"{path}.{k}" if path else str(k)

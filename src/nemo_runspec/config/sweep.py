@@ -165,7 +165,7 @@ def _first(value: str) -> str:
     return sweep.values[0] if sweep is not None and sweep.values else value
 
 
-def _lookup(data: Any, key: str) -> Any:
+def _lookup(data: object, key: str) -> Any:
     node = data
     for part in key.split("."):
         if isinstance(node, Mapping) and part in node:

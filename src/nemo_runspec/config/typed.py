@@ -32,7 +32,7 @@ Elsewhere = Callable[[KeyPath, str], str | None]
 
 
 def check_model(
-    data: Any,
+    data: object,
     model: type[BaseModel],
     *,
     files: Sequence[str | os.PathLike[str]] = (),
@@ -60,7 +60,7 @@ def check_model(
 
 def to_config_error(
     exc: ValidationError,
-    data: Any,
+    data: object,
     model: type[BaseModel],
     files: Sequence[str | os.PathLike[str]],
     overrides: Sequence[str],
@@ -92,7 +92,7 @@ def to_config_error(
     return ConfigError(problem, path=file, line=line, key=key, hint=hint)
 
 
-def user_path(data: Any, loc: tuple[Any, ...], etype: str) -> KeyPath:
+def user_path(data: object, loc: tuple[Any, ...], etype: str) -> KeyPath:
     """pydantic's ``loc`` without its union tags (``'list[str]'``): the keys as written."""
     if etype in ("missing", "extra_forbidden"):
         return (*user_path(data, loc[:-1], ""), loc[-1])
@@ -187,7 +187,7 @@ def field_at(model: type[BaseModel], path: KeyPath) -> Any:
 
     from pydantic import BaseModel
 
-    annotation: Any = model
+    annotation: object = model
     info = None
     for part in path:
         annotation = _section_of(annotation)
@@ -207,7 +207,7 @@ def field_at(model: type[BaseModel], path: KeyPath) -> Any:
     return annotation, info
 
 
-def _section_of(annotation: Any) -> Any:
+def _section_of(annotation: object) -> Any:
     """The model of an optional section (``Section | None``), else ``annotation`` itself."""
     import typing
 
@@ -230,7 +230,7 @@ def _section_model(model: type[BaseModel], path: KeyPath) -> type[BaseModel] | N
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     """A value as the user wrote it, short, on one line: ``string 'abc'``, ``1.5``, ``true``."""
     if isinstance(value, str):
         shown = f"string {value!r}"
@@ -243,7 +243,7 @@ def _show(value: Any) -> str:
     return shown if len(shown) <= 70 else shown[:67] + "..."
 
 
-def _example(info: Any, key: str, *, from_override: bool) -> str | None:
+def _example(info: object, key: str, *, from_override: bool) -> str | None:
     examples = getattr(info, "examples", None)
     if not examples:
         return None
@@ -252,7 +252,7 @@ def _example(info: Any, key: str, *, from_override: bool) -> str | None:
 
 
 def _describe_error(
-    err: Mapping[str, Any], path: KeyPath, key: str, data: Any, model: type[BaseModel],
+    err: Mapping[str, Any], path: KeyPath, key: str, data: object, model: type[BaseModel],
     *, from_override: bool, prefix: str = "", elsewhere: Elsewhere | None = None,
 ) -> tuple[str, str | None]:
     """``(problem, hint)`` for one pydantic error at ``path`` (shown as ``key``)."""
@@ -317,12 +317,12 @@ def _unquote_hint(value: str, annotation: Any, metadata: Sequence[Any], key: str
     except ValidationError:
         return None
     return f"a quoted value is a string: write {key}: {value}"
-def is_interpolation(value: Any) -> bool:
+def is_interpolation(value: object) -> bool:
     """Whether ``value`` is text holding an OmegaConf ``${...}`` (resolved later, in the job)."""
     return isinstance(value, str) and "${" in value
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """``value`` with every mapping and sequence made a plain ``dict``/``list``."""
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
@@ -379,7 +379,7 @@ def _bounds(metadata: Any) -> str:
     return " and ".join(b for b in (low, high) if b)
 
 
-def yaml_text(value: Any) -> str:
+def yaml_text(value: object) -> str:
     """``value`` written as in a YAML file or an override (``true``, ``null``, ``[a, b]``)."""
     if value is None:
         return "null"

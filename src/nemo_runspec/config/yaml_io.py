@@ -15,7 +15,7 @@ import yaml
 from nemo_runspec.errors import ConfigError
 
 
-def yaml_loader() -> Any:
+def yaml_loader() -> type:
     """The YAML loader OmegaConf uses (``1e-4`` is a float, duplicate keys are errors)."""
     from omegaconf._yaml import get_yaml_loader  # omegaconf 2.4 (pinned in pyproject.toml)
 
@@ -59,6 +59,6 @@ def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-def to_yaml(data: Any) -> str:
+def to_yaml(data: object) -> str:
     """Block-style YAML of plain data, keys in their original order."""
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True)

@@ -158,7 +158,7 @@ def executor_problem(executor: str, values: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, str | int | float):

@@ -73,7 +73,7 @@ class EnvFile:
         """``(name, table)`` pairs, as :meth:`keys`."""
         return list(self._tables().items())
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """The table ``name`` as written, else ``default``."""
         return self._tables().get(name, default)
 
@@ -169,7 +169,7 @@ def _unquote(text: str) -> str:
 
 
 def interpolate(
-    value: Any, keypath: tuple[str, ...], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
+    value: object, keypath: tuple[str, ...], where: Callable[[tuple[str, ...]], tuple[str, int | None]]
 ) -> Any:
     """Resolve ``${oc.env:...}`` inside every string of ``value`` (nested)."""
     if isinstance(value, dict):

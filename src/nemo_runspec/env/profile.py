@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Protocol
 
 from nemo_runspec.env.chain import layer, resolve_chain
 from nemo_runspec.env.chain import merged as merged_values
@@ -56,7 +56,7 @@ class Source:
         return self.label
 
 
-_MISSING: Any = object()
+_MISSING: Final = object()
 
 
 class EnvProfile(Mapping[str, Any]):
@@ -80,6 +80,9 @@ class EnvProfile(Mapping[str, Any]):
     plain dicts only).
     """
 
+    #: the set keys (an attribute that shadows Mapping.values, as the reference's profile has it)
+    values: dict[str, Any]  # type: ignore[assignment]
+
     def __init__(self, name: str, path: Path | None, chain: list[str], values: dict[str, Any],
                  sources: dict[str, Source], notes: list[Note] | None = None) -> None:
         self.name = name
@@ -90,15 +93,14 @@ class EnvProfile(Mapping[str, Any]):
         self.notes = list(notes or [])
 
     @classmethod
-    def read(cls, env: Any, name: str | None = None) -> Any:
-        """``env`` as a profile: an ``EnvProfile`` (or any object holding its ``values``) or
-        None as it is; a plain mapping or ``DictConfig`` (as the reference's callers pass
+    def read(cls, env: EnvProfile | Mapping[str, object] | None, name: str | None = None) -> EnvProfile | None:
+        """``env`` as a profile: an ``EnvProfile`` or None as it is; a plain mapping or ``DictConfig`` (as the reference's callers pass
         one) read like an env.toml profile (``container``, ``env_vars`` lists:
         :func:`~nemo_runspec.env.reference.translate_mapping`), named ``name``, its values'
         source ``env profile [name]``; anything else is an ``EnvFileError``."""
-        from nemo_runspec.env.reference import holds_profile_values, translate_mapping
+        from nemo_runspec.env.reference import translate_mapping
 
-        if env is None or holds_profile_values(env):
+        if env is None or isinstance(env, EnvProfile):
             return env
         notes: list[Note] = []
         values = translate_mapping(env, table="env_profile", validate=False, notes=notes)
@@ -250,15 +252,26 @@ def load_env_profile(
     return EnvProfile(name=name, path=ef.path, chain=chain, values=kept, sources=sources, notes=notes)
 
 
-def parse_env(ctx: Any) -> EnvProfile | None:
+class ProfileChoice(Protocol):
+    """What :func:`parse_env` reads of a command line: a
+    :class:`~nemo_runspec.cmdline.context.GlobalContext`, or anything with these two."""
+
+    @property
+    def profile(self) -> str | None: ...
+
+    @property
+    def env_file(self) -> str | None: ...
+
+
+def parse_env(ctx: ProfileChoice) -> EnvProfile | None:
     """The profile selected on the command line, or None in local mode.
 
     ``ctx`` is a :class:`~nemo_runspec.cmdline.context.GlobalContext` (anything with
     ``.profile`` and ``.env_file``). A profile without any env.toml to read is an
     error saying where we looked and how to create one.
     """
-    name = getattr(ctx, "profile", None)
-    explicit = getattr(ctx, "env_file", None)
+    name = ctx.profile
+    explicit = ctx.env_file
     if name is None:
         if explicit or os.environ.get(ENV_FILE_VAR):
             find_env_file(explicit)  # a missing named env file is an error even in local mode

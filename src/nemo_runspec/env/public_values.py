@@ -26,7 +26,7 @@ MAY_HOLD_SECRETS = frozenset({
 })
 
 
-def _strings(value: Any, keypath: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+def _strings(value: object, keypath: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
     if isinstance(value, str):
         yield keypath, value
     elif isinstance(value, Mapping):

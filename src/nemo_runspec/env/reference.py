@@ -43,9 +43,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import EnvFileError
+
+if TYPE_CHECKING:
+    from nemo_runspec.env.profile import EnvProfile
 
 #: reference spelling -> our key. The packager options are nemo-run's own names
 #: (GitArchivePackager/PatternPackager), as the reference's packager tables list them.
@@ -90,7 +93,7 @@ def canonical_key(key: str) -> str:
     return SYNONYMS.get(key, key)
 
 
-def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
+def env_vars_table(value: object, *, table: str, where: Where) -> Any:
     """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; anything but a list is returned as is.
 
     An entry that is not a ``NAME=value`` string is an :class:`EnvFileError`
@@ -119,7 +122,7 @@ def env_vars_table(value: Any, *, table: str, where: Where) -> Any:
     return out
 
 
-def _split_auto_mounts(value: Any, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
+def _split_auto_mounts(value: object, *, table: str, where: Where, notes: list[Note]) -> tuple[Any, list[dict[str, str]]]:
     """``mounts`` without its ``${auto_mount:...}`` entries, and those entries as
     ``git_mounts`` (cloned on the cluster at submission: :mod:`nemo_runspec.env.git_mounts`)."""
     from nemo_runspec.env import git_mounts
@@ -234,7 +237,7 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
     return layer
 
 
-def profile_values(env: Any, *, validate: bool = False, table: str = "env",
+def profile_values(env: EnvProfile | Mapping[str, object] | None, *, validate: bool = False, table: str = "env",
                    notes: list[Note] | None = None) -> dict[str, Any]:
     """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
 
@@ -244,14 +247,16 @@ def profile_values(env: Any, *, validate: bool = False, table: str = "env",
     also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
     ``table``; what was translated is appended to ``notes``.
     """
+    from nemo_runspec.env.profile import EnvProfile
+
     if env is None:
         return {}
-    if holds_profile_values(env):  # read, translated and validated already
+    if isinstance(env, EnvProfile):  # read, translated and validated already
         return {k: v for k, v in env.values.items() if v is not None}
     return translate_mapping(env, table=table, validate=validate, notes=notes)
 
 
-def holds_profile_values(env: Any) -> bool:
+def holds_profile_values(env: object) -> bool:
     """True for an ``EnvProfile`` or any object holding its set keys as a ``values``
     mapping; False for a plain mapping or ``DictConfig`` (whose ``values`` is a method)."""
     return isinstance(getattr(env, "values", None), Mapping)

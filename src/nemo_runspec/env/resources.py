@@ -16,13 +16,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from nemo_runspec.errors import EnvFileError
 
 
-def fold_profile_alias(layer: dict[str, Any], *, profile: str, path: Any = None,
+def fold_profile_alias(layer: dict[str, Any], *, profile: str, path: str | os.PathLike[str] | None = None,
                        line: int | None = None) -> dict[str, Any]:
     """One profile table with ``nproc_per_node`` folded into ``gpus_per_node``.
 

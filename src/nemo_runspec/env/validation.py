@@ -51,7 +51,7 @@ _KEY_HINTS: dict[str, str] = {}
 _TOML_TYPES = {str: "string", int: "integer", bool: "boolean", float: "float", list: "array", dict: "table"}
 
 
-def toml_type(value: Any) -> str:
+def toml_type(value: object) -> str:
     """The TOML name of ``value``'s type (``string``, ``integer``, ...) for error messages."""
     for py, name in _TOML_TYPES.items():
         if type(value) is py:
@@ -59,7 +59,7 @@ def toml_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _describe(annotation: Any) -> str:
+def _describe(annotation: object) -> str:
     """TOML-flavoured description of a type annotation: ``array of strings``."""
     import typing
 
@@ -91,7 +91,7 @@ def _annotation_at(model: type[BaseModel], keypath: tuple[Any, ...]) -> Any:
 
     from pydantic import BaseModel
 
-    annotation: Any = model
+    annotation: object = model
     for part in keypath:
         while True:
             origin = typing.get_origin(annotation)
@@ -114,7 +114,7 @@ def _annotation_at(model: type[BaseModel], keypath: tuple[Any, ...]) -> Any:
     return annotation
 
 
-def _user_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+def _user_path(data: object, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
     """The prefix of pydantic's ``loc`` that names real keys in ``data``, and the value there."""
     path: list[Any] = []
     value = data
@@ -136,7 +136,7 @@ def _dotted(path: Iterable[Any]) -> str:
     return out
 
 
-def _show_value(keypath: tuple[Any, ...], value: Any) -> str:
+def _show_value(keypath: tuple[Any, ...], value: object) -> str:
     if any(isinstance(p, str) and is_secret_name(p) for p in keypath):
         return f"{toml_type(value)} (value hidden: secret-looking key)"
     shown = repr(value)
@@ -229,7 +229,7 @@ def _validation_error(
     )
 
 
-def _literal_values(annotation: Any) -> list[Any]:
+def _literal_values(annotation: object) -> list[Any]:
     import typing
 
     if typing.get_origin(annotation) is typing.Literal:

@@ -44,6 +44,8 @@ from nemo_runspec.errors import ExecutionError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from nemo_run.core.execution.base import Executor
+    from nemo_run.core.packaging.base import Packager
     from rich.console import Console
 
     from nemo_runspec.job.compiled import CompiledJob
@@ -70,7 +72,7 @@ class BackendJob:
     name: str
     mode: str
     fields: dict[str, Any]
-    executor: Any
+    executor: Executor
     files: dict[str, str]
     secrets: dict[str, str]
     base_dir: Path
@@ -91,7 +93,7 @@ class BackendJob:
         return self.exp_dir / self.name
 
 
-def prepare(job: CompiledJob, packager: Any, plan: PackagingPlan | None = None) -> BackendJob:
+def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | None = None) -> BackendJob:
     """Build the executor, job script and secrets of ``job`` (see the module docstring)."""
     from nemo_runspec.env.resources import torchrun_processes
     from nemo_runspec.execution.backends import build_executor, executor_fields
@@ -186,7 +188,7 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
         else:
             where = "--standalone --nnodes 1"
         command = f"torchrun {where} --nproc-per-node {int(nproc)} {rc.torchrun_tail(runspec, **values)}"
-    elif getattr(runspec.run, "cmd", None):
+    elif runspec.run.cmd:
         command = rc.script_command(runspec, python="python", **values)
     else:
         command = '"$PYTHON" ' + shlex.join([script, "--config", TRAIN_YAML, *args])

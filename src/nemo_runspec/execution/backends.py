@@ -15,10 +15,14 @@ that nemo-run builds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.registry import BUILTIN
 from nemo_runspec.errors import ExecutionError
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.base import Executor
+    from nemo_run.core.packaging.base import Packager
 
 #: the executor class of each executor name (module, class)
 CLASSES: Mapping[str, tuple[str, str]] = {
@@ -116,7 +120,7 @@ _INSTALL = {"skypilot": 'pip install "skypilot[kubernetes]" (or the cloud you us
             "lepton": 'pip install "leptonai<0.28"', "docker": "pip install docker"}
 
 
-def build_executor(kind: str, fields: Mapping[str, Any], *, packager: Any) -> Any:
+def build_executor(kind: str, fields: Mapping[str, Any], *, packager: Packager | None) -> Executor:
     """Construct ``kind``'s nemo-run executor from :func:`executor_fields` and ``packager``."""
     cls = executor_class(kind)
     try:

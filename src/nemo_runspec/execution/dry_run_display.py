@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from nemo_runspec.config.tree import ConfigTree
+    from nemo_runspec.env.profile import EnvProfile
     from nemo_runspec.job.compiled import CompiledJob
 
 
-def _plain(cfg: Any) -> Any:
+def _plain(cfg: object) -> Any:
     """A plain, unresolved container of ``cfg`` (DictConfig, dict or None)."""
     if cfg is None:
         return {}
@@ -29,7 +31,7 @@ def _plain(cfg: Any) -> Any:
     return cfg
 
 
-def to_yaml(data: Any) -> str:
+def to_yaml(data: object) -> str:
     """Block-style YAML of plain data, keys in their original order (:mod:`nemo_runspec.config.yaml_io`)."""
     from nemo_runspec.config.yaml_io import to_yaml as dump  # PyYAML: not at --help time
 
@@ -37,7 +39,7 @@ def to_yaml(data: Any) -> str:
 
 
 def dry_run_sections(
-    job_config: Any, train_config: Any, *, env_profile: Any = None
+    job_config: ConfigTree | None, train_config: ConfigTree | None, *, env_profile: EnvProfile | None = None
 ) -> dict[str, Any]:
     """The redacted content of a dry run, as plain data.
 
@@ -55,7 +57,7 @@ def dry_run_sections(
 
     job = _plain(job_config)
     train = _plain(train_config)
-    extra = find_secret_values(job, train, getattr(env_profile, "values", None) or {})
+    extra = find_secret_values(job, train, env_profile.values if env_profile is not None else {})
     allow = not_secret_values(job) if isinstance(job, Mapping) else []
     job_r = redact(job, extra_values=extra, allow=allow)
     train_r = redact(train, extra_values=extra, allow=allow)
@@ -64,7 +66,7 @@ def dry_run_sections(
     cli = run.get("cli") or {}
     env = redact(job_env(job_config), extra_values=extra, allow=allow) if job_config is not None else {}
     sources = run.get("env_sources") or {}
-    env_path = getattr(env_profile, "path", None)
+    env_path = env_profile.path if env_profile is not None else None
     header = {
         "recipe": recipe.get("name"),
         "script": recipe.get("script"),
@@ -90,7 +92,7 @@ def dry_run_sections(
     }
 
 
-def scale_rows(scale: Any) -> list[tuple[str, str, str]]:
+def scale_rows(scale: object) -> list[tuple[str, str, str]]:
     """``run.scale`` of a job config as ``(key, value, source)`` rows, like ``run.env``'s:
     the cell first, then each config key the matrix set (empty without a matrix)."""
     if not isinstance(scale, Mapping):
@@ -106,7 +108,7 @@ def scale_rows(scale: Any) -> list[tuple[str, str, str]]:
                                        for k, v in overrides.items())]
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if isinstance(value, (dict, list)):
         import json
 
@@ -115,10 +117,10 @@ def _short(value: Any) -> str:
 
 
 def display_dry_run(
-    job_config: Any,
-    train_config: Any,
+    job_config: ConfigTree | None,
+    train_config: ConfigTree | None,
     *,
-    env_profile: Any = None,
+    env_profile: EnvProfile | None = None,
     console: Console | None = None,
     scripts: Mapping[str, str] | None = None,
     commands: Sequence[str] | None = None,

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.execution.settings import launch_of, lookup, profile_values
 from nemo_runspec.secrets import is_secret_env, marked_names
 
+if TYPE_CHECKING:
+    from nemo_runspec.artifacts.registry import ArtifactRegistry
+    from nemo_runspec.config.tree import ConfigTree
+    from nemo_runspec.packaging.manifest import PackagingPlan
+    from nemo_runspec.spec.models import Runspec
 
-def wandb_enabled(job_config: Any) -> bool:
+
+def wandb_enabled(job_config: ConfigTree | None) -> bool:
     """True when the job logs to W&B: the rule the job itself applies
     (:func:`nemo_runspec.runtime.wandb_switch.wandb_switch`), for the stage its recipe name
     says (:func:`~nemo_runspec.runtime.wandb_switch.stage_of`)."""
@@ -37,7 +43,7 @@ def _discovered_wandb_section() -> dict[str, Any]:
         return {}
 
 
-def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = None) -> dict[str, str]:
+def wandb_settings(job_config: ConfigTree | None, wandb_section: Mapping[str, object] | None = None) -> dict[str, str]:
     """``WANDB_PROJECT``/``WANDB_ENTITY``/``WANDB_NAME``... for a job that logs to W&B.
 
     Sources, first wins: the job config's ``run.wandb`` section,
@@ -79,13 +85,13 @@ def wandb_settings(job_config: Any, wandb_section: Mapping[str, Any] | None = No
     return out
 
 
-def _needs_hf(job_config: Any, merged: Mapping[str, str]) -> bool:
+def _needs_hf(job_config: ConfigTree | None, merged: Mapping[str, str]) -> bool:
     text = repr(job_config)
     return "hf://" in text or "huggingface" in text.lower() or "HF_HOME" in merged
 
 
 def build_env_vars(
-    job_config: Any, env: Any = None, *, split: bool = False, **kwargs: Any,
+    job_config: ConfigTree | None, env: Mapping[str, object] | None = None, *, split: bool = False, **kwargs: Any,
 ) -> dict[str, str] | tuple[dict[str, str], dict[str, str]]:
     """The job's environment as one ``{name: value}`` dict, as in the reference system.
 
@@ -104,8 +110,9 @@ def build_env_vars(
 
 
 def split_env_vars(
-    job_config: Any, env: Any = None, *, runspec: Any = None, environ: Mapping[str, str] | None = None,
-    wandb_section: Mapping[str, Any] | None = None, registry: Any = None,
+    job_config: ConfigTree | None, env: Mapping[str, object] | None = None, *, runspec: Runspec | None = None,
+    environ: Mapping[str, str] | None = None, wandb_section: Mapping[str, object] | None = None,
+    registry: ArtifactRegistry | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Environment of the job, split into ``(plain, secrets)``.
 
@@ -158,17 +165,17 @@ def split_env_vars(
     return plain, secrets
 
 
-def runspec_env(runspec: Any) -> dict[str, str]:
+def runspec_env(runspec: Runspec) -> dict[str, str]:
     """The runspec's ``env`` with ``${oc.env:...}`` resolved here, as the job is built (the one
     rule for ``$``: :mod:`nemo_runspec.dollar`); the rest is the job's shell's."""
     from nemo_runspec.env.file import interpolate
 
-    script = str(getattr(runspec, "script_path", None) or "runspec")
+    script = str(runspec.script_path)
     return {str(k): str(interpolate(str(v), ("env", str(k)), lambda _keypath: (script, None)))
-            for k, v in dict(getattr(runspec, "env", {}) or {}).items()}
+            for k, v in runspec.env.items()}
 
 
-def artifacts_root_for_job(registry: Any = None) -> str | None:
+def artifacts_root_for_job(registry: ArtifactRegistry | None = None) -> str | None:
     """The artifact registry root the job must use (``NEMOTRON_ARTIFACTS_ROOT``).
 
     The job cannot see the submitter's env.toml, so the root resolved here
@@ -182,7 +189,7 @@ def artifacts_root_for_job(registry: Any = None) -> str | None:
     return backend.url if isinstance(backend, (FsspecBackend, WandbBackend)) else None
 
 
-def code_env(plan: Any) -> dict[str, str]:
+def code_env(plan: PackagingPlan | None) -> dict[str, str]:
     """Env vars that make the job import the *packaged* code, not an installed copy.
 
     With a ``src/`` layout in the archive, ``/nemo_run/code/src`` goes first on
@@ -190,7 +197,9 @@ def code_env(plan: Any) -> dict[str, str]:
     container); otherwise an editable install on a shared filesystem would
     silently run the submitter's live tree instead of the snapshot.
     """
-    script = str(getattr(plan, "script", "") or "")
-    if getattr(plan, "kind", None) in ("git", "code", "hybrid", "pattern") and script.startswith("src/"):
+    if plan is None:
+        return {}
+    script = plan.script or ""
+    if plan.kind in ("git", "code", "hybrid", "pattern") and script.startswith("src/"):
         return {"PYTHONPATH": "/nemo_run/code/src:${PYTHONPATH:-}"}
     return {}

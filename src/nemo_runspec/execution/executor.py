@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.profile import partition_for
 from nemo_runspec.env.resources import torchrun_processes
@@ -37,11 +37,18 @@ from nemo_runspec.execution.settings import (
 )
 from nemo_runspec.secrets import is_secret_env, marked_names
 
+if TYPE_CHECKING:
+    from nemo_run.core.execution.base import Executor
+    from nemo_run.core.packaging.base import Packager
+    from nemo_run.core.tunnel.client import Tunnel
+
+    from nemo_runspec.spec.models import Runspec
+
 DEFAULT_TIME = "04:00:00"
 DEFAULT_JOB_NAME_PREFIX = "nemotron-"
 
 
-def get_startup_commands(env: Any) -> list[str]:
+def get_startup_commands(env: Mapping[str, object] | None) -> list[str]:
     """The profile's ``startup_commands`` (a string is one command)."""
     cmds = profile_values(env).get("startup_commands") or []
     if isinstance(cmds, str):
@@ -63,18 +70,18 @@ def per_node_setup(startup_commands: Sequence[str]) -> str:
 
 def create_executor(
     *,
-    env: Any,
+    env: Mapping[str, object] | None,
     env_vars: Mapping[str, str] | None = None,
-    packager: Any = None,
+    packager: Packager | None = None,
     mode: str = "run",
     job_name: str | None = None,
-    runspec: Any = None,
+    runspec: Runspec | None = None,
     startup_commands: Sequence[str] | None = None,
     job_dir: str | os.PathLike[str] | None = None,
     secret_file: str | None = None,
     dependencies: Sequence[str] | None = None,
-    tunnel: Any = None,
-) -> Any:
+    tunnel: Tunnel | None = None,
+) -> Executor:
     """Build the nemo-run executor of one job: ``SlurmExecutor``, ``LocalExecutor``, or
     Docker/SkyPilot/DGX Cloud/Lepton's for a profile with that ``executor``.
 
@@ -194,9 +201,9 @@ def create_executor(
     return executor
 
 
-def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Any, launch: str, nodes: int,
-                    gpus: int, nproc: int, env_vars: Mapping[str, str], packager: Any,
-                    secret_file: str | None) -> Any:
+def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Runspec | None, launch: str,
+                    nodes: int, gpus: int, nproc: int, env_vars: Mapping[str, str], packager: Packager | None,
+                    secret_file: str | None) -> Executor:
     """A Docker, SkyPilot, DGX Cloud or Lepton executor: the fields the CLI builds
     (:func:`nemo_runspec.execution.backends.executor_fields`), from the validated profile."""
     from nemo_runspec.execution.backends import build_executor, executor_fields
@@ -216,7 +223,7 @@ def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Any, launc
     return build_executor(kind, fields, packager=packager)
 
 
-def shell_value(value: Any) -> str:
+def shell_value(value: object) -> str:
     """Make an env value safe for nemo-run's unquoted ``export KEY=value`` line: the shell word
     of :func:`nemo_runspec.dollar.shell_word` (data, except ``$NAME``, ``${NAME}``,
     ``${NAME:-default}``, which expand in the job, and ``$$``, a literal ``$``)."""

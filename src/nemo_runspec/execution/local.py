@@ -22,7 +22,10 @@ from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
 from nemo_runspec.execution.settings import launch_of, lookup
 
 if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
     from nemo_runspec.job.compiled import CompiledJob
+    from nemo_runspec.spec.models import Runspec
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None) -> int:
@@ -79,7 +82,7 @@ def local_command(script_path: str, train_yaml: str, passthrough: Sequence[str],
     return [*launcher, str(script_path), "--config", str(train_yaml), *passthrough]
 
 
-def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] = (),
+def execute_local(runspec: Runspec, job_config: DictConfig, *, passthrough: Sequence[str] = (),
                   job_dir: str | os.PathLike[str] | None = None,
                   extra_env: Mapping[str, str] | None = None) -> int:
     """Run a recipe on this machine in a staged job dir; return its exit code.
@@ -146,7 +149,7 @@ def execute_local(runspec: Any, job_config: Any, *, passthrough: Sequence[str] =
     env.setdefault("PYTHONUNBUFFERED", "1")  # its output reaches us through a pipe: as it comes
     output = OutputCopy()
     code = run_child(cmd, cwd=final, env=env, output=output, lease=lease)
-    say_ending(final, code, output.lines, recipe=getattr(runspec, "name", None), errors=output.stderr_lines)
+    say_ending(final, code, output.lines, recipe=runspec.name, errors=output.stderr_lines)
     return code
 
 
@@ -163,7 +166,7 @@ def say_ending(job_dir: Path, code: int, lines: Sequence[str], *, recipe: str | 
         print(line, file=sys.stderr, flush=True)
 
 
-def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthrough: Sequence[str] = (), *,
+def local_launch_files(runspec: Runspec, job_dir: str | os.PathLike[str], passthrough: Sequence[str] = (), *,
                        launch: str, nproc: int = 1) -> dict[str, str]:
     """``{name: text}`` of the launch script (and setup) a local run of ``runspec`` uses;
     empty without ``setup``/``run.cmd`` (:mod:`nemo_runspec.execution.runspec_cmd`).
@@ -190,7 +193,7 @@ def local_launch_files(runspec: Any, job_dir: str | os.PathLike[str], passthroug
         files[rc.SETUP_FILE] = rc.setup_text(runspec.run.setup_script)
         setup_path = os.path.join(job_dir, rc.SETUP_FILE)
     files[rc.LAUNCH_FILE] = rc.launch_text(command, setup_path=setup_path,
-                                           workdir=getattr(runspec.run, "workdir", None))
+                                           workdir=runspec.run.workdir)
     return files
 
 
@@ -318,7 +321,7 @@ def _stop_group(pgid: int, wait: float = 5.0) -> None:
     _signal_group(pgid, signal.SIGKILL)
 
 
-def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()) -> str:
+def local_preview(runspec: Runspec, job_config: DictConfig, passthrough: Sequence[str] = ()) -> str:
     """The local command line :func:`execute_local` would run (job dir not yet known)."""
     run_env = lookup(job_config, "run", "env", default={}) or {}
     launch = launch_of(runspec)
@@ -332,7 +335,7 @@ def local_preview(runspec: Any, job_config: Any, passthrough: Sequence[str] = ()
 
 
 def run_local(job: CompiledJob, *, extra_env: Mapping[str, str] | None = None,
-              job_config: Any = None, job_dir: str | os.PathLike[str] | None = None) -> int:
+              job_config: DictConfig | None = None, job_dir: str | os.PathLike[str] | None = None) -> int:
     """Run the compiled ``job`` here (:func:`execute_local`); return its exit code.
 
     The script learns which env.toml the command used (``NEMOTRON_ENV_FILE``), so

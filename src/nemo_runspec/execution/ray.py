@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.templates import template_path
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.slurm import SlurmExecutor
 
 RAY_TEMPLATE = template_path("ray_slurm.sub.j2")  # the reference's name: "ray_cpu.sub.j2"
 
@@ -58,9 +61,9 @@ def ray_env_vars(*, python: str | None, port_base: int | None = None,
     return env
 
 
-def configure_ray_executor(executor: Any, *, profile: Mapping[str, Any] | None = None,
+def configure_ray_executor(executor: SlurmExecutor, *, profile: Mapping[str, Any] | None = None,
                            python: str | None = None,
-                           pre_start_commands: Iterable[str] = ()) -> Any:
+                           pre_start_commands: Iterable[str] = ()) -> SlurmExecutor:
     """Point a nemo-run ``SlurmExecutor`` at our Ray template and set its knobs.
 
     ``profile`` keys read: ``ray_port_base``, ``ray_timeout``. With no

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.spec.cmd import fill
+
+if TYPE_CHECKING:
+    from nemo_runspec.spec.models import Runspec
 
 SETUP_FILE = "runspec_setup.sh"
 LAUNCH_FILE = "runspec_launch.sh"
@@ -35,26 +38,25 @@ HEAD_NODE_ENV = "NEMOTRON_HEAD_NODE_IP"
 RDZV_PORT = 29500
 
 
-def uses_launch_script(runspec: Any) -> bool:
+def uses_launch_script(runspec: Runspec | None) -> bool:
     """True when the runspec has ``setup`` or ``run.cmd`` (the job starts through the launch script)."""
-    run = getattr(runspec, "run", None)
-    return bool(getattr(run, "setup", None) or getattr(run, "cmd", None))
+    return runspec is not None and bool(runspec.run.setup or runspec.run.cmd)
 
 
-def script_command(runspec: Any, *, python: str, script: str, config: str, args: Sequence[str],
+def script_command(runspec: Runspec | None, *, python: str, script: str, config: str, args: Sequence[str],
                    job_dir: str) -> str:
     """The shell command that runs the script once: ``run.cmd`` filled in, or
     ``PYTHON SCRIPT --config CONFIG ARGS`` (every value quoted)."""
-    template = getattr(getattr(runspec, "run", None), "cmd", None)
+    template = runspec.run.cmd if runspec is not None else None
     if template:
         return fill(template, script=script, config=config, args=args, job_dir=job_dir)
     return shlex.join([python, script, "--config", config, *[str(a) for a in args]])
 
 
-def torchrun_tail(runspec: Any, *, script: str, config: str, args: Sequence[str], job_dir: str) -> str:
+def torchrun_tail(runspec: Runspec | None, *, script: str, config: str, args: Sequence[str], job_dir: str) -> str:
     """What follows torchrun's own options: the script and its arguments, or, with
     ``run.cmd``, ``--no-python bash -c CMD`` (each worker runs the command)."""
-    template = getattr(getattr(runspec, "run", None), "cmd", None)
+    template = runspec.run.cmd if runspec is not None else None
     if template:
         cmd = fill(template, script=script, config=config, args=args, job_dir=job_dir)
         return "--no-python bash -c " + shlex.quote(cmd)

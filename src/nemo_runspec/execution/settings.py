@@ -10,10 +10,14 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.reference import profile_values  # noqa: F401 - read here by its callers
 from nemo_runspec.script_values import DISABLED_IMAGES  # "no container: run bare metal"
+
+if TYPE_CHECKING:
+    from nemo_runspec.config.tree import ConfigTree
+    from nemo_runspec.spec.models import Runspec
 
 
 def lookup(obj: Any, *path: str, default: Any = None) -> Any:
@@ -31,7 +35,7 @@ def lookup(obj: Any, *path: str, default: Any = None) -> Any:
     return default if obj is None else obj
 
 
-def job_env(job_config: Any) -> dict[str, Any]:
+def job_env(job_config: ConfigTree | None) -> dict[str, Any]:
     """The merged execution settings (``run.env``) of a job config as a plain dict.
 
     It already applies the precedence runspec < recipe YAML ``run.env`` < env.toml
@@ -53,13 +57,14 @@ def job_slug(name: str) -> str:
     return slug or "job"
 
 
-def launch_of(runspec: Any) -> str:
-    """The runspec's launch method: ``torchrun``, ``ray`` or ``direct`` (``python`` is ``direct``)."""
-    launch = getattr(getattr(runspec, "run", None), "launch", None) or "direct"
+def launch_of(runspec: Runspec | None) -> str:
+    """The runspec's launch method: ``torchrun``, ``ray`` or ``direct`` (``python`` is ``direct``;
+    no runspec is ``direct``)."""
+    launch = (runspec.run.launch if runspec is not None else None) or "direct"
     return "direct" if launch == "python" else launch
 
 
-def container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
+def container_image(values: Mapping[str, object], runspec: Runspec | None) -> str | None:
     """The job's image: the profile's ``container_image`` (a disabled value means none),
     else the runspec's ``image``."""
     if "container_image" in values:
@@ -67,8 +72,7 @@ def container_image(values: Mapping[str, Any], runspec: Any) -> str | None:
         if image is None or str(image).strip().lower() in DISABLED_IMAGES:
             return None
         return str(image)
-    image = getattr(runspec, "image", None) if runspec is not None else None
-    return image or None
+    return (runspec.image if runspec is not None else None) or None
 
 
 #: executors whose jobs run in a container image or, without one, bare metal
@@ -99,16 +103,16 @@ def container_choice(values: Mapping[str, Any], source: str | None = None, *, co
     return f"{image} (container_image{f' at {source}' if source else ' in the profile'})"
 
 
-def resolve_resources(values: Mapping[str, Any], runspec: Any) -> tuple[int, int]:
+def resolve_resources(values: Mapping[str, Any], runspec: Runspec | None) -> tuple[int, int]:
     """``(nodes, gpus_per_node)``: profile value, else runspec resources, else (1, 0).
 
     A runspec that asks for every GPU of the node (``gpus_per_node = "gpu"``) needs
     the profile to say how many that is; without it this is a one-line error.
     """
-    res = getattr(runspec, "resources", None)
-    nodes = values.get("nodes", getattr(res, "nodes", 1) if res is not None else 1)
-    gpus = values.get("gpus_per_node", getattr(res, "gpus_per_node", 0) if res is not None else 0)
-    if gpus is None and res is not None and getattr(res, "gpus_per_node", 0) is None:
+    res = runspec.resources if runspec is not None else None
+    nodes = values.get("nodes", res.nodes if res is not None else 1)
+    gpus = values.get("gpus_per_node", res.gpus_per_node if res is not None else 0)
+    if gpus is None and res is not None and res.gpus_per_node is None:
         from nemo_runspec.errors import ConfigError
 
         raise ConfigError('the recipe asks for every GPU of a node (resources.gpus_per_node = "gpu") '

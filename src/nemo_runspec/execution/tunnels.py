@@ -19,10 +19,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.script_values import check_cluster_dir
+
+if TYPE_CHECKING:
+    from nemo_run.core.tunnel.client import Tunnel
 
 SSH_TIMEOUT = 10
 
@@ -108,7 +111,7 @@ def default_base_dir(values: Mapping[str, Any] | None = None) -> Path:
     return jobs_dir().absolute()
 
 
-def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str]) -> Any:
+def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str]) -> Tunnel:
     """Build the nemo-run tunnel for a profile (``values`` = validated profile keys).
 
     ``base_dir`` is the local Experiment base dir; for a local tunnel the job dir
@@ -151,7 +154,7 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
     raise ExecutionError(f"unknown tunnel {kind!r}", key="tunnel", hint="use \"local\" or \"ssh\"")
 
 
-def run_via(tunnel: Any, cmd: str) -> tuple[int, str, str]:
+def run_via(tunnel: Tunnel, cmd: str) -> tuple[int, str, str]:
     """``(exit code, stdout, stderr)`` of the shell command ``cmd`` run through a nemo-run
     tunnel (local or SSH); a non-zero exit is returned, not raised."""
     r = tunnel.run(cmd, hide=True, warn=True)

@@ -31,6 +31,7 @@ from nemo_runspec.packaging.progress import ProgressCallback
 
 if TYPE_CHECKING:
     from nemo_runspec.job.compiled import CompiledJob
+    from nemo_runspec.spec.models import Runspec
 
 KINDS = ("git", "code", "self_contained", "pattern", "hybrid", "none")
 SUB_KINDS = ("git", "code", "self_contained", "pattern")
@@ -44,7 +45,7 @@ def _where(sources: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
     return {"key": key, "path": getattr(src, "path", None), "line": getattr(src, "line", None)}
 
 
-def default_packager_kind(runspec: Any, script_path: str | Path, repo_root: str | Path | None) -> tuple[str, str]:
+def default_packager_kind(runspec: Runspec | None, script_path: str | Path, repo_root: str | Path | None) -> tuple[str, str]:
     """(kind, reason) of the packager used when the profile names none.
 
     * ``launch = "ray"`` or a custom ``run.cmd`` -> ``code``: Ray workers and
@@ -57,12 +58,11 @@ def default_packager_kind(runspec: Any, script_path: str | Path, repo_root: str 
     """
     from nemo_runspec.packaging.self_contained import project_imports
 
-    run = getattr(runspec, "run", None)
-    launch = getattr(run, "launch", "torchrun")
-    if repo_root is not None:
-        if launch == "ray":
+    run = runspec.run if runspec is not None else None
+    if repo_root is not None and run is not None:
+        if run.launch == "ray":
             return "code", 'default for launch = "ray": workers import project code from the shipped tree'
-        if getattr(run, "cmd", None):
+        if run.cmd:
             return "code", "default for a custom run.cmd: it may use any project file"
     imports = project_imports(script_path, repo_root)
     if imports and repo_root is not None:
@@ -94,7 +94,7 @@ def _str(values: Mapping[str, Any], key: str, sources) -> str:
 def build_packager(
     profile_values: Mapping[str, Any] | CompiledJob,
     *,
-    runspec: Any = None,
+    runspec: Runspec | None = None,
     repo_root: str | Path | None = None,
     script_path: str | Path | None = None,
     config_path: str | Path | None = None,
@@ -132,7 +132,11 @@ def build_packager(
     from nemo_runspec.packaging import _registry
     from nemo_runspec.packaging.git import _script_in_archive, find_repo_root
 
-    script = Path(script_path if script_path is not None else runspec.script_path).resolve()
+    if script_path is None:
+        if runspec is None:
+            raise PackagingError("build_packager needs the recipe script: pass script_path= or runspec=")
+        script_path = runspec.script_path
+    script = Path(script_path).resolve()
     kind = profile_values.get("packager")
     unreadable: PackagingError | None = None
     if repo_root is not None:
@@ -185,7 +189,7 @@ def build_packager(
         return root
 
     if kind == "none":
-        workdir = getattr(getattr(runspec, "run", None), "workdir", None) or profile_values.get("workdir")
+        workdir = (runspec.run.workdir if runspec is not None else None) or profile_values.get("workdir")
         if not workdir:
             # no default: only the user knows where the code is on the cluster or in the image
             raise PackagingError(

@@ -102,7 +102,7 @@ def _seq_length(train_yaml: str) -> int | None:
     except yaml.YAMLError:
         return None
     for path in (("model", "seq_length"), ("data", "seq_length"), ("fallback", "seq_length")):
-        node: Any = data
+        node: object = data
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, int) and node > 0:

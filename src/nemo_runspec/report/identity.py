@@ -28,7 +28,7 @@ _RUN_OWN = {"env", "mode", "profile", "dry_run", "recipe", "env_sources", "cli",
             "not_secret"}
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Mapping | list):
@@ -36,7 +36,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def _flatten(prefix: str, value: object, out: dict[str, Any]) -> None:
     if isinstance(value, Mapping) and value:
         for k, v in value.items():
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.scales.select import entries_for, find, nearest, where_of
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
+
+    from nemo_runspec.cmdline.context import GlobalContext
+    from nemo_runspec.spec.models import Runspec
 
 SOURCE = "scale matrix"
 
@@ -36,10 +39,10 @@ def _override_keys(overrides: list[str]) -> set[str]:
     return keys
 
 
-def apply_scale(spec: Any, job_config: DictConfig, ctx: Any) -> DictConfig:
+def apply_scale(spec: Runspec, job_config: DictConfig, ctx: GlobalContext) -> DictConfig:
     """``job_config`` with the cell of its scale applied (see the module docstring);
     unchanged when the job has no profile or the recipe no matrix for its config."""
-    if getattr(ctx, "profile", None) is None or not getattr(spec, "scales", ()):
+    if ctx.profile is None or not spec.scales:
         return job_config
     run = job_config.run
     config = (run.get("cli") or {}).get("config")
@@ -58,7 +61,7 @@ def apply_scale(spec: Any, job_config: DictConfig, ctx: Any) -> DictConfig:
         cells = ", ".join(str(c) for c in nearest(entries, where))
         problem = (f"{spec.name} (config {config}) is not known to work at {where}: its scale matrix "
                    f"({script}, [[tool.runspec.scales]]) has no such cell")
-        if not getattr(ctx, "allow_untested_scale", False):
+        if not ctx.allow_untested_scale:
             raise ConfigError(problem, key="run.env.nodes",
                               hint=f"nearest supported: {cells}; --allow-untested-scale runs it anyway")
         print(f"warning: {problem}; running it anyway (--allow-untested-scale; nearest supported: {cells})",

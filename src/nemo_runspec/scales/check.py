@@ -3,12 +3,15 @@ configs it names exist, and that every override names a key of each config it is
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import RunspecError
 
+if TYPE_CHECKING:
+    from nemo_runspec.spec.models import Runspec
 
-def check_against_configs(spec: Any) -> list[RunspecError]:
+
+def check_against_configs(spec: Runspec) -> list[RunspecError]:
     """One :class:`RunspecError` per problem (empty when the matrix fits the configs)."""
     from nemo_runspec._suggest import did_you_mean
 
@@ -37,7 +40,7 @@ def check_against_configs(spec: Any) -> list[RunspecError]:
     return errors
 
 
-def _load(spec: Any, config: str) -> dict[str, Any]:
+def _load(spec: Runspec, config: str) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from nemo_runspec.config.loader import load_config
@@ -47,7 +50,7 @@ def _load(spec: Any, config: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _has(data: Any, key: str) -> bool:
+def _has(data: object, key: str) -> bool:
     node = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -56,7 +59,7 @@ def _has(data: Any, key: str) -> bool:
     return True
 
 
-def _hint(data: Any, key: str) -> str | None:
+def _hint(data: object, key: str) -> str | None:
     from nemo_runspec._suggest import closest
 
     node, done = data, []

@@ -90,7 +90,7 @@ class ScaleEntry:
 Fail = Callable[[str, str, "str | None"], None]
 
 
-def read_entries(raw: Any, fail: Fail) -> tuple[ScaleEntry, ...]:
+def read_entries(raw: object, fail: Fail) -> tuple[ScaleEntry, ...]:
     """The entries of ``scales`` (a list of tables); each problem is reported through
     ``fail(key, problem, hint)`` (the runspec parser's, with the script line)."""
     if raw is None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from nemo_runspec.spec.models import Runspec
 
 
-def matrix_rows(spec: Any) -> list[list[str]]:
+def matrix_rows(spec: Runspec) -> list[list[str]]:
     """One row per entry: configs, GPU types, node counts, precisions, GPUs per node, overrides, note."""
     rows = []
     for e in spec.scales:
@@ -20,7 +23,7 @@ def matrix_rows(spec: Any) -> list[list[str]]:
     return rows
 
 
-def print_matrix(spec: Any, *, as_json: bool = False, out: Any = None) -> int:
+def print_matrix(spec: Runspec, *, as_json: bool = False, out: TextIO | None = None) -> int:
     """Print ``spec``'s scale matrix; returns 0 (a recipe without one says so)."""
     out = out or sys.stdout
     if as_json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nemo_runspec.runtime.ended import (  # noqa: F401 - the summary's names, also reachable from here
     DEBUG_TAIL_LINES,
@@ -32,6 +32,9 @@ from nemo_runspec.runtime.ended import (  # noqa: F401 - the summary's names, al
 from nemo_runspec.runtime.lognoise import fold
 from nemo_runspec.runtime.outcome import find_all, pick
 
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.remote import Remote
+
 
 class EndedJob(Protocol):
     """What the summary needs of a job (a ``SubmittedJob`` or a ledger ``Submission``)."""
@@ -42,7 +45,7 @@ class EndedJob(Protocol):
     sbatch_path: str | None
 
 
-def read_tail(remote: Any, path: str | None, size: int = READ_BYTES) -> list[str]:
+def read_tail(remote: Remote, path: str | None, size: int = READ_BYTES) -> list[str]:
     """The lines of the last ``size`` bytes of the log at ``path`` (the first, cut, line
     dropped), [] when there is no such file."""
     if not path:
@@ -57,7 +60,7 @@ def read_tail(remote: Any, path: str | None, size: int = READ_BYTES) -> list[str
     return lines[1:] if len(data) >= size and lines else lines
 
 
-def latest_attempt_log(remote: Any, log_path: str | None) -> str | None:
+def latest_attempt_log(remote: Remote, log_path: str | None) -> str | None:
     """The job log of the job's latest attempt: a requeued job (docs/resilience.md) writes
     ``log-NAME_ID_<attempt>.out`` per attempt; ``log_path`` is attempt 0's."""
     match = re.match(r"^(.*_)(\d+)\.out$", log_path or "")
@@ -75,7 +78,7 @@ def latest_attempt_log(remote: Any, log_path: str | None) -> str | None:
     return f"{prefix}{max(attempts)}.out" if attempts else log_path
 
 
-def read_ending(remote: Any, job: EndedJob, *, state: str, exit_code: int | None,
+def read_ending(remote: Remote, job: EndedJob, *, state: str, exit_code: int | None,
                 debug: bool = False) -> Ending:
     """Read the ends of ``job``'s logs and work out its :class:`Ending` (see the module
     docstring). ``state`` and ``exit_code`` are Slurm's final word on it."""

@@ -17,7 +17,10 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.remote import Remote
 
 #: entries kept (the most recently seen)
 KEEP = 2000
@@ -26,9 +29,9 @@ KEEP = 2000
 _WRITTEN: dict[str, tuple[Any, ...]] = {}
 
 
-def cluster_name(remote: Any) -> str:
+def cluster_name(remote: Remote) -> str:
     """``local``, or the SSH host of a :class:`~nemo_runspec.slurm.remote.Remote`: what a job is keyed by."""
-    return "local" if getattr(remote, "local", True) else str(remote.values.get("host") or "ssh")
+    return "local" if remote.local else str(remote.values.get("host") or "ssh")
 
 
 def path() -> Path:

@@ -66,7 +66,7 @@ class SlurmLaunch:
     """
 
     def __init__(self, *, title: str, exp_id: str, base_dir: str | os.PathLike[str], name: str,
-                 task: Any, executor: Any) -> None:
+                 task: object, executor: object) -> None:
         lean()
         from nemo_run.config import Script
         from nemo_run.core.execution.slurm import SlurmExecutor

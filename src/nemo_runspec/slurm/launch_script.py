@@ -24,9 +24,14 @@ import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.prepared import PreparedJob
+    from nemo_runspec.slurm.profiling import NsysSettings
+    from nemo_runspec.spec.models import Runspec
 
 #: where the job's files are, as its processes see them in a container
 SEEN = "/nemo_run"
@@ -37,12 +42,12 @@ class LaunchScript:
     """How a prepared job starts through its launch script: enough to render the same
     lines again for an array's tasks (:func:`render` with ``task``)."""
 
-    runspec: Any
+    runspec: Runspec | None
     script: str
     args: tuple[str, ...]
     script_args: tuple[str, ...]
     bare_metal: bool
-    nsys: Any = None
+    nsys: NsysSettings | None = None
     #: the path of the job's train config as the job sees it, and torchrun's --rdzv-id
     train_yaml: str = "/nemo_run/train.yaml"
     rdzv_id: int = 0
@@ -60,8 +65,8 @@ class Rendered:
     env_vars: dict[str, str]
 
 
-def use_launch_script(prepared: Any, runspec: Any, script_args: Sequence[str], *,
-                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: Any = None) -> None:
+def use_launch_script(prepared: PreparedJob, runspec: Runspec | None, script_args: Sequence[str], *,
+                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: NsysSettings | None = None) -> None:
     """Start ``prepared`` (a :class:`~nemo_runspec.slurm.prepared.PreparedJob`) through the
     runspec's launch script (see the module docstring); ``train_yaml`` is where the job reads
     its config, ``rdzv_id`` torchrun's rendezvous id."""
@@ -78,7 +83,7 @@ def use_launch_script(prepared: Any, runspec: Any, script_args: Sequence[str], *
     prepared.script, prepared.args, prepared.entrypoint = out.launch_path, [], "bash"
 
 
-def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Rendered:
+def render(prepared: PreparedJob, spec: LaunchScript, *, task: str | None = None) -> Rendered:
     """The batch-script lines that write the launch (and setup) script and the path the task
     runs. ``task``: the dir of an array task under the job dir (``points/<TASK_TOKEN>``):
     its scripts, config and ``{job_dir}`` are there, and the lines write them through a
@@ -100,7 +105,7 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
         command = rc.slurm_torchrun(rc.torchrun_tail(runspec, **values), nodes=int(executor.nodes),
                                     nproc=int(getattr(executor, "torchrun_nproc_per_node", 1) or 1),
                                     rdzv_id=spec.rdzv_id)
-    elif getattr(runspec.run, "cmd", None):
+    elif runspec is not None and runspec.run.cmd:
         command = rc.script_command(runspec, python="python", **values)
     else:  # setup only: the command nemo-run would have run
         args = [values["config"] if a == spec.train_yaml else a for a in spec.args]
@@ -109,7 +114,7 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
     if prepared.launch == "torchrun":  # the rendezvous address, for srun's tasks
         lines.append(f'export {rc.HEAD_NODE_ENV}="${rc.HEAD_NODE_IP}"')
     setup_path = None
-    setup = runspec.run.setup_script  # run.setup; the top-level setup only describes the image
+    setup = runspec.run.setup_script if runspec is not None else ""  # run.setup; the top-level setup only describes the image
     if setup:
         setup_path = visible(f"{here}/{rc.SETUP_FILE}")
         lines.append(_write(prepared.job_dir, task, rc.SETUP_FILE, rc.setup_text(setup)))
@@ -122,7 +127,8 @@ def render(prepared: Any, spec: LaunchScript, *, task: str | None = None) -> Ren
         before, command = profiling.guard_lines(out_dir), profiling.wrap(command, spec.nsys, out_dir)
         env_vars = profiling.env_vars(spec.nsys)
     lines.append(_write(prepared.job_dir, task, rc.LAUNCH_FILE,
-                        rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir, before=before)))
+                        rc.launch_text(command, setup_path=setup_path, workdir=runspec.run.workdir if runspec is not None else None,
+                                      before=before)))
     if prepared.is_ray and setup_path:  # every node, before its raylet: what the workers run in
         lines.append(pre_start_setup_lines([f"set +u; . {task_word(setup_path)}; set -u"]))
     return Rendered(lines, visible(f"{here}/{rc.LAUNCH_FILE}"), env_vars)

@@ -141,7 +141,7 @@ class Submission:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> Submission:
+    def from_json(cls, data: object) -> Submission:
         """A line read back; ``ValueError`` when it is not one (no job id or job dir)."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
@@ -221,7 +221,7 @@ def _secret_values(sub: SubmittedJob) -> list[str]:
     return [str(v) for v in (*job.secrets.values(), *find_secret_values(job.values)) if v]
 
 
-def _scrub(value: Any, secrets: list[str]) -> Any:
+def _scrub(value: object, secrets: list[str]) -> Any:
     """``value`` with every secret value and credential-shaped token masked."""
     from nemo_runspec.secrets import redact_text
 
@@ -245,9 +245,9 @@ def submission_of(sub: SubmittedJob, *, pipe: str | None = None) -> Submission:
         job_id=str(sub.job_id),
         name=sub.name,
         job_dir=sub.job_dir,
-        recipe=getattr(job, "recipe", None),
-        profile=getattr(job, "profile", None),
-        env_file=getattr(job, "env_file", None),
+        recipe=job.recipe if job is not None else None,
+        profile=job.profile if job is not None else None,
+        env_file=job.env_file if job is not None else None,
         executor=str(values.get("executor") or "slurm"),
         tunnel=tunnel,
         ssh=ssh,
@@ -358,7 +358,7 @@ def load_submissions(path: str | os.PathLike[str] | None = None) -> list[Submiss
     return read_ledger(path)[0]
 
 
-def _pipe_from_json(data: Any, path: Path) -> Pipe:
+def _pipe_from_json(data: object, path: Path) -> Pipe:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not data["id"]:
         raise ValueError("no pipe id")
     stages = []

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from nemo_runspec.errors import ConfigError
 
@@ -73,7 +73,7 @@ def parse_sinfo(partition: str, output: str) -> PartitionLimits | None:
     return PartitionLimits(partition, nodes, max_time, max_job) if nodes else None
 
 
-def check_partition_limits(run: Any, *, partition: str | None, nodes: int | None,
+def check_partition_limits(run: Callable[[str], tuple[int, str, str]], *, partition: str | None, nodes: int | None,
                            time_limit: str | None, source: str = "the profile") -> None:
     """Refuse a job its partition can never run. ``run(cmd) -> (rc, stdout, stderr)``
     runs a shell command where the job is submitted (:class:`~nemo_runspec.slurm.remote.Remote`).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.secrets import redact_text
@@ -26,6 +26,9 @@ from nemo_runspec.slurm.queue import (
 )
 from nemo_runspec.slurm.remote import Remote, remove_secrets
 from nemo_runspec.slurm.summary import follow_commands
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def describe_state(sub: SubmittedJob) -> str:
@@ -51,7 +54,7 @@ def _ask_detach_or_cancel(sub: SubmittedJob) -> str:
     return "detach"
 
 
-def detach(sub: SubmittedJob, console: Any) -> None:
+def detach(sub: SubmittedJob, console: Console) -> None:
     """Stop following ``sub`` after Ctrl-C: say that it keeps running and how to
     follow or cancel it, and mark it interrupted (the command exits ``128 + signal``)."""
     from rich.markup import escape
@@ -64,7 +67,7 @@ def detach(sub: SubmittedJob, console: Any) -> None:
 
 
 def follow(
-    sub: SubmittedJob, *, console: Any = None, poll: float = 2.0, out: Any = None,
+    sub: SubmittedJob, *, console: Console | None = None, poll: float = 2.0, out: TextIO | None = None,
     on_interrupt: Callable[[SubmittedJob], str] | None = None,
 ) -> int | None:
     """Follow a submitted job to its end; returns (and stores) its exit code,
@@ -106,7 +109,7 @@ def follow(
         return None
 
 
-def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, lines: int = 12) -> None:
+def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Console, path: str, lines: int = 12) -> None:
     """The outcome line's message of the log at ``path`` (nemo_runspec.runtime.outcome), then its
     last ``lines`` other lines, the job's secrets masked."""
     from nemo_runspec.runtime.outcome import find_all, pick
@@ -121,7 +124,7 @@ def _print_log_tail(sub: SubmittedJob, remote: Remote, console: Any, path: str, 
         console.print(f"  | {redact_text(line, secret_vals)}", soft_wrap=True, highlight=False, markup=False)
 
 
-def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
+def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Console) -> int:
     """The job waits for a job that failed (the image import): it can never start.
     Cancel it and show why, from the failed job's log."""
     from rich.markup import escape
@@ -139,7 +142,7 @@ def _dependency_failed(sub: SubmittedJob, remote: Remote, console: Any) -> int:
     return 1
 
 
-def _never_starts(sub: SubmittedJob, remote: Remote, console: Any, reason: str) -> int:
+def _never_starts(sub: SubmittedJob, remote: Remote, console: Console, reason: str) -> int:
     """The job waits for something Slurm will never give it: cancel it and say why."""
     from rich.markup import escape
 
@@ -158,7 +161,7 @@ def _never_starts(sub: SubmittedJob, remote: Remote, console: Any, reason: str) 
 START_EVERY = 30.0
 
 
-def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, out: Any) -> int:
+def _follow_loop(sub: SubmittedJob, remote: Remote, console: Console, poll: float, out: TextIO) -> int:
     from rich.markup import escape
 
     from nemo_runspec.errors import debug_enabled
@@ -239,7 +242,7 @@ def _follow_loop(sub: SubmittedJob, remote: Remote, console: Any, poll: float, o
     return sub.exit_code
 
 
-def print_summary(sub: SubmittedJob, remote: Remote, console: Any) -> None:
+def print_summary(sub: SubmittedJob, remote: Remote, console: Console) -> None:
     """The end-of-job summary of ``sub`` (:mod:`nemo_runspec.slurm.ending`): the job's
     outcome line, Slurm's state and exit code, the tails of the logs when it failed."""
     from rich.markup import escape

@@ -15,10 +15,14 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.slurm import SlurmExecutor
+    from nemo_run.core.packaging.base import Packager
 
 
-def package(executor: Any, packager: Any, job_name: str) -> None:
+def package(executor: SlurmExecutor, packager: Packager, job_name: str) -> None:
     """Package the job's code into ``<executor.job_dir>/code`` (``SlurmExecutor.package``)."""
     from invoke.context import Context
     from nemo_run.core.execution.slurm import get_packaging_job_key

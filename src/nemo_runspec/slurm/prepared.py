@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nemo_runspec.env.profile import EnvProfile
 from nemo_runspec.errors import ConfigError, ExecutionError
 from nemo_runspec.execution.env_vars import code_env, split_env_vars
 from nemo_runspec.execution.executor import create_executor
@@ -34,9 +35,15 @@ from nemo_runspec.execution.tunnels import default_base_dir
 from nemo_runspec.secrets import redact_text
 
 if TYPE_CHECKING:
+    from nemo_run.core.packaging.base import Packager
+
+    from nemo_runspec.env.git_mounts import GitMount
     from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.packaging.manifest import PackagingPlan
+    from nemo_runspec.slurm.launch_script import LaunchScript
+    from nemo_runspec.slurm.profiling import NsysSettings
     from nemo_runspec.slurm.squash import SquashPlan
+    from nemo_runspec.spec.models import Runspec
 
 #: Where the compiled job's train config lands in the job dir, as the job sees it.
 TRAIN_YAML = "/nemo_run/train.yaml"
@@ -76,15 +83,15 @@ class PreparedJob:
     """The env.toml profile the job was submitted with (None without one)."""
     env_file: str | None = None
     """The env.toml that profile came from (``nemotron jobs`` reads it again)."""
-    git_mounts: list[Any] = field(default_factory=list)
+    git_mounts: list[GitMount] = field(default_factory=list)
     """``${auto_mount:...}`` repositories, cloned on the cluster at submission (nemo_runspec.env.git_mounts)."""
-    launch_script: Any = None
+    launch_script: LaunchScript | None = None
     """How the job starts through the runspec's launch script, when it does
     (:class:`nemo_runspec.slurm.launch_script.LaunchScript`; a sweep's array renders it per task)."""
     git_dir: str | None = None
     """Where they are cloned on the cluster (``[cache] git_dir``, else ``<job root>/git-cache``)."""
-    compiled: Any = None
-    """The :class:`~nemo_runspec.job.compiled.CompiledJob` this was prepared from (None for explicit parts)."""
+    compiled: CompiledJob | None = None
+    """The :class:`~nemo_runspec.job.CompiledJob` this was prepared from (None for explicit parts)."""
 
     @property
     def attached(self) -> bool:
@@ -188,12 +195,12 @@ class SubmittedJob:
 
 def prepare_job(
     job: CompiledJob | None = None,
-    packager: Any = None,
+    packager: Packager | None = None,
     plan: PackagingPlan | None = None,
     *,
-    env: Any = None,
+    env: Mapping[str, object] | None = None,
     mode: str = "batch",
-    runspec: Any = None,
+    runspec: Runspec | None = None,
     script: str | os.PathLike[str] | None = None,
     args: Sequence[str] = (),
     env_vars: Mapping[str, str] | None = None,
@@ -241,7 +248,7 @@ def prepare_job(
     if script is None:
         raise ExecutionError("prepare_job needs a compiled job or script=...")
     values = profile_values(env)
-    name = job_slug(name or getattr(runspec, "name", None) or Path(str(script)).stem)
+    name = job_slug(name or (runspec.name if runspec is not None else None) or Path(str(script)).stem)
     title = name
     if exp_id is None:
         exp_id = f"{title}_{time.time_ns()}"
@@ -252,7 +259,8 @@ def prepare_job(
         name=name, title=title, exp_id=exp_id, base_dir=base, executor=None,
         script=str(script), args=[str(a) for a in args], values=values,
         secrets=dict(secrets or {}), launch=launch_of(runspec), files=files, plan=plan,
-        mode=mode, compiled=job, **_origin(job, env, runspec),
+        mode=mode, compiled=job, recipe=runspec.name if runspec is not None else None,
+        profile=_profile_name(job, env), env_file=_env_file(job, env),
     )
     image = container_image(values, runspec)
     if values.get("executor") == "slurm":
@@ -303,7 +311,7 @@ def prepare_job(
     return prepared
 
 
-def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> Any:
+def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> NsysSettings | None:
     """The job's ``run.profile.nsys`` settings (a Slurm torchrun or direct job), else None."""
     from nemo_runspec.slurm import profiling
 
@@ -334,7 +342,7 @@ def _torchrun_per_node(prepared: PreparedJob) -> None:
     prepared.script, prepared.entrypoint = "-c", "bash"
 
 
-def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> None:
+def _plan_git_mounts(prepared: PreparedJob, job: CompiledJob | None, *, bare_metal: bool) -> None:
     """Mount each ``${auto_mount:...}`` repository into the container; until submission
     clones it (and knows its commit) the mount shows ``<REF>`` where the commit goes."""
     from nemo_runspec.env import git_mounts
@@ -345,7 +353,7 @@ def _plan_git_mounts(prepared: PreparedJob, job: Any, *, bare_metal: bool) -> No
             f"mounts: ${{auto_mount:...}} ({mounts[0].url}) mounts a repository into the container, "
             "and this job runs without one", key="mounts",
             hint="set container_image, or clone the repository yourself on bare metal")
-    cache = (getattr(job, "sections", None) or {}).get("cache") or {}
+    cache = (job.sections.get("cache") if job is not None else None) or {}
     if cache.get("git_dir"):
         git_dir = str(cache["git_dir"])
     elif prepared.tunnel_kind == "local":
@@ -378,19 +386,19 @@ def _refuse_secret_arguments(args: Sequence[str]) -> None:
                            "variable (both reach the job only through its 0600 secrets file)")
 
 
-def _origin(job: CompiledJob | None, env: Any, runspec: Any) -> dict[str, str | None]:
-    """``recipe``, ``profile`` and ``env_file`` of a job: from the compiled job, else
-    from ``runspec`` and ``env`` when it is an :class:`~nemo_runspec.env.EnvProfile`
-    (a plain mapping names neither profile nor file)."""
+def _profile_name(job: CompiledJob | None, env: Mapping[str, object] | None) -> str | None:
+    """The profile a job was prepared with: the compiled job's, else ``env`` when it is an
+    :class:`~nemo_runspec.env.EnvProfile` (a plain mapping names no profile)."""
     profile = job.profile if job is not None else env
-    name, recipe = getattr(profile, "name", None), getattr(runspec, "name", None)
+    return profile.name if isinstance(profile, EnvProfile) else None
+
+
+def _env_file(job: CompiledJob | None, env: Mapping[str, object] | None) -> str | None:
+    """The env.toml a job's profile came from (None for a plain mapping)."""
     if job is not None and job.env_file is not None:
-        path = job.env_file.path
-    else:
-        path = getattr(profile, "path", None)
-    return {"recipe": recipe if isinstance(recipe, str) else None,
-            "profile": name if isinstance(name, str) else None,
-            "env_file": str(path) if isinstance(path, str | os.PathLike) else None}
+        return str(job.env_file.path)
+    profile = job.profile if job is not None else env
+    return str(profile.path) if isinstance(profile, EnvProfile) and profile.path is not None else None
 
 
 def rendezvous_id(prepared: PreparedJob) -> int:

@@ -13,10 +13,13 @@ import os
 import shlex
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.slurm.prepared import PreparedJob
+
+if TYPE_CHECKING:
+    from nemo_run.core.tunnel.client import Tunnel
 
 
 class Remote:
@@ -25,7 +28,7 @@ class Remote:
     def __init__(self, job: PreparedJob) -> None:
         self.values, self.base_dir = job.values, job.base_dir
         self.local = job.tunnel_kind == "local"
-        self._tunnel: Any = None
+        self._tunnel: Tunnel | None = None
 
     @classmethod
     def for_profile(cls, values: Mapping[str, Any]) -> Remote:
@@ -39,7 +42,7 @@ class Remote:
         return remote
 
     @property
-    def tunnel(self) -> Any:
+    def tunnel(self) -> Tunnel:
         """The job's nemo-run tunnel (built on first use)."""
         if self._tunnel is None:
             from nemo_runspec.execution.tunnels import build_tunnel

@@ -11,13 +11,18 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution._nemo_run import lean
 from nemo_runspec.runtime.stale import sweep
 from nemo_runspec.secrets import searchable
 from nemo_runspec.slurm.prepared import PreparedJob
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.slurm import SlurmExecutor
+
+    from nemo_runspec.slurm.launch import SlurmLaunch
 
 
 def task_for(job: PreparedJob) -> Any:
@@ -47,7 +52,8 @@ def _quoted(word: str) -> str:
     return word if isinstance(word, _noquote) else shlex.quote(word)
 
 
-def launch_for(job: PreparedJob, base_dir: str | os.PathLike[str], executor: Any = None) -> Any:
+def launch_for(job: PreparedJob, base_dir: str | os.PathLike[str],
+               executor: SlurmExecutor | None = None) -> SlurmLaunch:
     """The :class:`~nemo_runspec.slurm.launch.SlurmLaunch` of ``job`` under ``base_dir``
     (its experiment: ``<base_dir>/experiments/<title>/<exp_id>``)."""
     from nemo_runspec.slurm.launch import SlurmLaunch

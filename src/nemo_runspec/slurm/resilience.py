@@ -27,9 +27,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.slurm import SlurmExecutor
 
 #: the warning signal Slurm sends the batch shell ``signal_before`` seconds before the time limit
 WARNING_SIGNAL = "USR1"
@@ -72,7 +75,7 @@ def settings_of(values: Mapping[str, Any]) -> Resilience | None:
     return Resilience(**model.model_dump())
 
 
-def apply(executor: Any, settings: Resilience, *, job_dir: str, values: Mapping[str, Any], ray: bool,
+def apply(executor: SlurmExecutor, settings: Resilience, *, job_dir: str, values: Mapping[str, Any], ray: bool,
           bare_metal: bool) -> None:
     """Add the signal, the setup lines and the env vars of ``settings`` to a Slurm ``executor``
     (of the job in ``job_dir``, with merged execution settings ``values``; ``ray``: a Ray job)."""
@@ -99,7 +102,7 @@ def _env_dir(job_dir: str, bare_metal: bool, task: str | None = None) -> str:
     return shell_value(seen.replace(TASK_TOKEN, "${SLURM_ARRAY_TASK_ID}"))
 
 
-def per_array_task(executor: Any, settings: Resilience, *, job_dir: str, ray: bool, bare_metal: bool,
+def per_array_task(executor: SlurmExecutor, settings: Resilience, *, job_dir: str, ray: bool, bare_metal: bool,
                    setup: str, task: str) -> str:
     """For a sweep's array (:mod:`nemo_runspec.sweep.array`): ``setup`` (the batch script's setup
     lines of ``executor``, to which :func:`apply` added its lines) with each task's own dir,

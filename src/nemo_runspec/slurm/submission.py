@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from nemo_runspec.errors import ExecutionError, SubmissionError
 from nemo_runspec.slurm.limits import check_partition_limits
@@ -20,6 +20,13 @@ from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
 from nemo_runspec.slurm.remote import make_remote_dir, place_files, place_secrets, remove_secrets
 from nemo_runspec.slurm.render import launch_for
 from nemo_runspec.slurm.summary import print_submission, submission_record
+
+if TYPE_CHECKING:
+    from nemo_run.core.execution.slurm import SlurmExecutor
+    from nemo_run.core.tunnel.client import Tunnel
+    from rich.console import Console
+
+    from nemo_runspec.slurm.launch import SlurmLaunch
 
 
 def _unexpected_exit(exc: BaseException) -> Any:
@@ -154,7 +161,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
     )
 
 
-def _sync_git_mounts(job: PreparedJob, executor: Any) -> None:
+def _sync_git_mounts(job: PreparedJob, executor: SlurmExecutor) -> None:
     """Clone or update the job's ``${auto_mount:...}`` repositories on the cluster, mount
     each one's commit in place of its placeholder, and record the commits in ``job.yaml``."""
     import sys
@@ -178,7 +185,7 @@ def _sync_git_mounts(job: PreparedJob, executor: Any) -> None:
         job.files["job.yaml"] = OmegaConf.to_yaml(cfg)
 
 
-def _tunnel_runner(tunnel: Any) -> Callable[[str], tuple[int, str, str]]:
+def _tunnel_runner(tunnel: Tunnel | None) -> Callable[[str], tuple[int, str, str]]:
     """``cmd -> (rc, stdout, stderr)`` through a nemo-run tunnel (the one sbatch will use)."""
     def run(cmd: str) -> tuple[int, str, str]:
         if tunnel is None:
@@ -305,13 +312,13 @@ def _disk_hint(message: str, job: PreparedJob) -> str | None:
     return None
 
 
-def _accepted_job_id(launch: Any) -> str | None:
+def _accepted_job_id(launch: SlurmLaunch | None) -> str | None:
     """The Slurm job id sbatch printed (``--parsable``: ``<id>[;<cluster>]``), if it got that far."""
-    job_id = getattr(launch, "job_id", None) or ""
+    job_id = (launch.job_id if launch is not None else None) or ""
     return job_id.split(";", 1)[0].strip() or None
 
 
-def _squash_first(job: PreparedJob, executor: Any) -> str | None:
+def _squash_first(job: PreparedJob, executor: SlurmExecutor) -> str | None:
     """Submit the image's squash job when its .sqsh is not there yet (or
     ``--force-squash``); the training job then waits for it (``afterok``)."""
     if job.squash is None:
@@ -349,8 +356,8 @@ def remove_staged(job: PreparedJob) -> None:
 
 
 def submit(
-    job: PreparedJob, *, attached: bool | None = None, console: Any = None, poll: float = 2.0,
-    out: Any = None, on_interrupt: Callable[[SubmittedJob], str] | None = None,
+    job: PreparedJob, *, attached: bool | None = None, console: Console | None = None, poll: float = 2.0,
+    out: TextIO | None = None, on_interrupt: Callable[[SubmittedJob], str] | None = None,
 ) -> SubmittedJob:
     """Submit ``job``. Detached (``--batch``; the default follows ``job.mode``): print
     the summary and return at once. Attached:
@@ -364,7 +371,7 @@ def submit(
     """
     from nemo_runspec.sweep.collect import take
 
-    if take("slurm", job.compiled, job):  # a sweep compiling one of its points submits them itself
+    if job.compiled is not None and take("slurm", job.compiled, job):  # a sweep's point: it submits them itself
         return SubmittedJob(job_id="", job_dir=job.job_dir, log_path="", sbatch_log_path="",
                             sbatch_path=job.sbatch_path, name=job.name, prepared=job)
     from rich.console import Console

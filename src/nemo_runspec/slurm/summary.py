@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.slurm.prepared import SubmittedJob
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def follow_commands(sub: SubmittedJob) -> list[tuple[str, str]]:
@@ -35,7 +38,7 @@ def _cancel_command(sub: SubmittedJob) -> str:
     return f"scancel {sub.job_id}; {rm}"
 
 
-def print_submission(sub: SubmittedJob, console: Any = None) -> None:
+def print_submission(sub: SubmittedJob, console: Console | None = None) -> None:
     """Rich summary: job id, job dir, log path and follow/cancel commands.
 
     Lines are never wrapped (``soft_wrap``): paths and commands stay copy-pasteable.

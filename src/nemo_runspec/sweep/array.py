@@ -36,11 +36,14 @@ import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.slurm.prepared import TRAIN_YAML, PreparedJob
 from nemo_runspec.sweep.points import PointJob
+
+if TYPE_CHECKING:
+    from nemo_runspec.slurm.launch_script import LaunchScript
 
 #: The array task's index, as the batch script (and every srun step) sees it.
 TASK = "${SLURM_ARRAY_TASK_ID}"
@@ -97,7 +100,7 @@ def array_spec(indices: Sequence[int], parallel: int | None = None) -> str:
     return ",".join(runs) + (f"%{parallel}" if parallel else "")
 
 
-_DETAILS: Any = None
+_DETAILS: type | None = None
 
 
 def _details_class() -> type:
@@ -199,7 +202,7 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
              f'export NEMOTRON_SWEEP_VALUES="$(cat "{points_dir}/{TASK}/point.json")"']
     setup = executor.setup_lines or ""
     if rep.launch_script is not None:  # run.setup/run.cmd/nsys: each task its own scripts, config, dir
-        setup = _launch_per_task(job, rep, setup)
+        setup = _launch_per_task(job, rep, rep.launch_script, setup)
     from nemo_runspec.slurm import resilience
 
     settings = resilience.settings_of(rep.values)
@@ -222,14 +225,13 @@ def build(rep: PreparedJob, points: Sequence[PointJob], *, sweep_id: str, parall
     return job
 
 
-def _launch_per_task(job: ArrayJob, rep: PreparedJob, setup: str) -> str:
+def _launch_per_task(job: ArrayJob, rep: PreparedJob, spec: LaunchScript, setup: str) -> str:
     """``setup`` with the lines writing the representative's launch script replaced by
     lines writing each task's own (:mod:`nemo_runspec.slurm.launch_script`), which reads
     its point's config; the task runs that script."""
     from nemo_runspec.execution.runspec_cmd import TASK_TOKEN
     from nemo_runspec.slurm import launch_script as ls
 
-    spec = rep.launch_script
     if spec.lines not in setup:
         raise ConfigError(f"{rep.name}: cannot find the lines that write its launch script",
                           hint="this is a bug; please report it")

@@ -17,7 +17,11 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo_runspec.job import CompiledJob
+    from nemo_runspec.slurm.prepared import PreparedJob
 
 
 @dataclass
@@ -26,8 +30,8 @@ class Taken:
     ``dry-run`` (show), ``slurm`` (submit) or ``other`` (another executor)."""
 
     kind: str
-    job: Any = None
-    prepared: Any = None
+    job: CompiledJob
+    prepared: PreparedJob | None = None
 
 
 @dataclass
@@ -51,7 +55,7 @@ def collecting() -> Iterator[Collector]:
         _ACTIVE.reset(token)
 
 
-def take(kind: str, job: Any = None, prepared: Any = None) -> bool:
+def take(kind: str, job: CompiledJob, prepared: PreparedJob | None = None) -> bool:
     """Record the step when a sweep is collecting (the caller then returns without
     acting) and return True; outside a sweep return False."""
     collector = _ACTIVE.get()

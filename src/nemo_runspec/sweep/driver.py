@@ -24,10 +24,13 @@ from nemo_runspec.errors import CLIUsageError, ConfigError
 from nemo_runspec.sweep.invoke import Points
 
 if TYPE_CHECKING:
+    from typer import Context
+
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
+    from nemo_runspec.spec.models import Runspec
 
 
-def config_names(spec: Any) -> list[str]:
+def config_names(spec: Runspec) -> list[str]:
     """The recipe's config names (``-c`` sweeps and ``glob()`` pick among them)."""
     from pathlib import Path
 
@@ -35,7 +38,7 @@ def config_names(spec: Any) -> list[str]:
     return sorted(p.stem for p in root.glob("*.yaml")) if root.is_dir() else []
 
 
-def sweep_id_for(spec: Any, cfg: RecipeConfig, plan: SweepPlan) -> str:
+def sweep_id_for(spec: Runspec, cfg: RecipeConfig, plan: SweepPlan) -> str:
     """``<recipe slug>-sweep-<hash>``: the same command line gives the same id."""
     from nemo_runspec.config.jobdir import slugify
 
@@ -52,7 +55,7 @@ def parallel_of(text: str | None) -> int | None:
     return int(text)
 
 
-def run_sweep(command: Callable[[Any], Any], ctx: Any, spec: Any, cfg: RecipeConfig) -> int:
+def run_sweep(command: Callable[[Context], Any], ctx: Context, spec: Runspec, cfg: RecipeConfig) -> int:
     """Run ``command`` (a recipe command taking the Typer context ``ctx``) once per point of
     the sweep its command line ``cfg`` (``parse_recipe_config(ctx)``) describes; returns the
     exit code (see the module docstring)."""

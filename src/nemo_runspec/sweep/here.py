@@ -4,16 +4,17 @@ runs the points; this module shows a dry run, skips what completed and records t
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from nemo_runspec.config.sweep import SweepPlan
+from nemo_runspec.config.sweep import Point, SweepPlan
 
 if TYPE_CHECKING:
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
+    from nemo_runspec.spec.models import Runspec
     from nemo_runspec.sweep.invoke import Points
 
 
-def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Any, cfg: RecipeConfig, *,
+def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Runspec, cfg: RecipeConfig, *,
                parallel: int | None) -> int:
     """Run (or show) the points here; returns the first failing point's exit code, else 0."""
     from nemo_runspec.sweep import record as rec_mod
@@ -42,7 +43,7 @@ def sweep_here(points: Points, plan: SweepPlan, sweep_id: str, spec: Any, cfg: R
     if not todo:
         return 0
 
-    def on_done(point: Any, code: int, job_dir: str, log: str | None) -> None:
+    def on_done(point: Point, code: int, job_dir: str, log: str | None) -> None:
         with rec_mod.updating(sweep_id, fresh) as rec:
             rec.local[str(point.index)] = {"exit_code": code, "job_dir": job_dir, "log": log, "at": rec_mod.now()}
 

@@ -7,13 +7,15 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.config.sweep import Point, SweepPlan
 from nemo_runspec.errors import ExecutionError
 
 if TYPE_CHECKING:
+    from typer import Context
+
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
     from nemo_runspec.sweep.collect import Taken
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 class Points:
     """Compiles points by running the recipe command with the point's overrides."""
 
-    def __init__(self, command: Callable[[Any], Any], ctx: Any, cfg: RecipeConfig) -> None:
+    def __init__(self, command: Callable[[Context], Any], ctx: Context, cfg: RecipeConfig) -> None:
         self.command, self.ctx, self.cfg = command, ctx, cfg
 
     @contextlib.contextmanager
@@ -57,7 +59,7 @@ class Points:
             return int(self.command(self.ctx) or 0)
 
 
-def points_table(plan: SweepPlan, indices: Any = None, extra: dict[int, list[str]] | None = None,
+def points_table(plan: SweepPlan, indices: Collection[int] | None = None, extra: dict[int, list[str]] | None = None,
                  header: tuple[str, ...] = ()) -> str:
     """``POINT  OVERRIDES`` lines (only ``indices`` when given), plus ``extra`` columns."""
     rows = [["POINT", *header, "OVERRIDES"]]
@@ -74,7 +76,7 @@ def emit(record: dict[str, Any]) -> None:
     print(json.dumps(record), flush=True, file=sys.stdout)
 
 
-def point_json(point: Any) -> dict[str, Any]:
+def point_json(point: Point) -> dict[str, Any]:
     """A point as the sweep record keeps it (values redacted)."""
     from nemo_runspec.secrets import redact_text
 

@@ -37,7 +37,7 @@ def point_env(sweep_id: str, point: Point) -> dict[str, str]:
 def run_point(compile_point: Callable[[Point], Any], sweep_id: str, point: Point) -> tuple[int, str]:
     """Compile ``point`` (``compile_point`` returns its CompiledJob) and run it here;
     ``(exit code, job dir)``."""
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     from nemo_runspec.config import generate_job_dir
     from nemo_runspec.execution.local import run_local
@@ -45,6 +45,7 @@ def run_point(compile_point: Callable[[Point], Any], sweep_id: str, point: Point
 
     job = compile_point(point)
     config = OmegaConf.create(OmegaConf.to_container(job.job_config, resolve=False))
+    assert isinstance(config, DictConfig)  # a dict makes a DictConfig
     OmegaConf.update(config, "run.sweep", sweep_meta(sweep_id, point), force_add=True)
     job_dir = generate_job_dir(job.runspec.name)
     print(f"[sweep {sweep_id}] point {point.index}: {point.label()}", file=sys.stderr, flush=True)

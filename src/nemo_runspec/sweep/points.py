@@ -128,10 +128,10 @@ def render_point(data: dict[str, Any], cache: dict[Any, str] | None = None,
     return {name: dump(data if name == "job.yaml" else train) for name in names}
 
 
-_DUMPER: Any = None
+_DUMPER: type | None = None
 
 
-def _dumper() -> Any:
+def _dumper() -> type:
     """OmegaConf's YAML dumper (its quoting of strings that would read back as other
     types), on libyaml's emitter when PyYAML has it: the same text, several times faster."""
     global _DUMPER

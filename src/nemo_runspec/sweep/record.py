@@ -83,7 +83,7 @@ class SweepRecord:
                 "arrays": [vars(a) for a in self.arrays], "local": self.local}
 
     @classmethod
-    def from_json(cls, data: Any, path: Path | None = None) -> SweepRecord:
+    def from_json(cls, data: object, path: Path | None = None) -> SweepRecord:
         """A record read back; ``ValueError`` when it is not one."""
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("points"), list):
             raise ValueError("not a sweep record")

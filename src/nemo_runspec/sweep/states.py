@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nemo_runspec.slurm.jobs import UNKNOWN, JobState, _clean
 from nemo_runspec.slurm.queue import TERMINAL_STATES, exit_code_from_sacct
@@ -19,7 +19,7 @@ from nemo_runspec.slurm.queue import TERMINAL_STATES, exit_code_from_sacct
 if TYPE_CHECKING:
     from nemo_runspec.slurm.ledger import Submission
     from nemo_runspec.slurm.remote import Remote
-    from nemo_runspec.sweep.record import SweepRecord
+    from nemo_runspec.sweep.record import ArrayRecord, SweepRecord
 
 _TASK = re.compile(r"^(\d+)_(\d+)$")
 #: the task index under which :func:`query_tasks` notes that sacct answered for an array
@@ -171,7 +171,7 @@ def completed(rec: SweepRecord | None, states: dict[int, JobState] | None = None
     return {i for i, st in states.items() if st.state == "COMPLETED"}
 
 
-def submission(array: Any) -> Submission:
+def submission(array: ArrayRecord) -> Submission:
     """The ledger entry of an array (from its record)."""
     from nemo_runspec.slurm.ledger import Submission
 

@@ -11,6 +11,7 @@ import dataclasses
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.config.sweep import Point, SweepPlan
@@ -19,6 +20,8 @@ from nemo_runspec.sweep.points import PointJob, derive, shape_of
 
 if TYPE_CHECKING:
     from nemo_runspec.cmdline.recipe_config import RecipeConfig
+    from nemo_runspec.slurm.prepared import PreparedJob, SubmittedJob
+    from nemo_runspec.spec.models import Runspec
     from nemo_runspec.sweep.array import ArrayJob
     from nemo_runspec.sweep.collect import Taken
     from nemo_runspec.sweep.invoke import Points
@@ -27,13 +30,13 @@ if TYPE_CHECKING:
 SLURM_DEFAULT_MAX_ARRAY_SIZE = 1001
 
 
-def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list[tuple[Taken, list[PointJob]]]:
+def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list[tuple[PreparedJob, list[PointJob]]]:
     """``(representative, point jobs)`` per allocation shape, in point order."""
     groups: dict[tuple, list[Point]] = {}
     for p in plan.points:
         groups.setdefault(shape_of(p), []).append(p)
     queue = list(groups.values())
-    out: list[tuple[Taken, list[PointJob]]] = []
+    out: list[tuple[PreparedJob, list[PointJob]]] = []
     while queue:
         members = queue.pop(0)
         taken = first if members[0] is plan.points[0] else points.take(members[0])
@@ -42,13 +45,13 @@ def shapes(points: Points, first: Taken, plan: SweepPlan, sweep_id: str) -> list
                               "but point 0 does", hint="sweep one executor at a time")
         # each point's train.yaml; the job.yaml of the array is its representative's (sweep.array)
         done, apart = derive(taken.job, members, sweep_id, names=("train.yaml",))
-        out.append((taken, done))
+        out.append((taken.prepared, done))
         if apart:
             queue.insert(0, apart)
     return out
 
 
-def max_array_size(rep: Any, *, offline: bool) -> tuple[int | None, str]:
+def max_array_size(rep: PreparedJob, *, offline: bool) -> tuple[int | None, str]:
     """``(limit, where it came from)``: the profile's ``max_array_size``, else (when not
     ``offline``) the cluster's ``MaxArraySize``; ``(None, "")`` when neither says."""
     if rep.values.get("max_array_size"):
@@ -78,7 +81,7 @@ def check_array_size(arrays: list[ArrayJob], *, offline: bool) -> None:
                 hint="sweep fewer values, or split the sweep into several commands")
 
 
-def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str, spec: Any,
+def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str, spec: Runspec,
                    cfg: RecipeConfig, *, parallel: int | None) -> int:
     """Show or submit the sweep's arrays; returns the exit code."""
     from nemo_runspec.sweep import array as array_mod
@@ -93,11 +96,11 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     if not dry and not cfg.ctx.no_resume:
         done, live = states.not_to_rerun(load(sweep_id))
     arrays = []
-    for taken, jobs in groups:
+    for rep, jobs in groups:
         todo = [j for j in jobs if j.point.index not in done | live]
         if todo:
-            k = parallel or taken.prepared.values.get("max_parallel")
-            arrays.append(array_mod.build(taken.prepared, todo, sweep_id=sweep_id, parallel=k))
+            k = parallel or rep.values.get("max_parallel")
+            arrays.append(array_mod.build(rep, todo, sweep_id=sweep_id, parallel=k))
     if done or live:
         left = sorted(i for a in arrays for i in a.indices)
         waiting = f", {len(live)} still queued or running ({', '.join(map(str, sorted(live)))})" if live else ""
@@ -117,7 +120,7 @@ def sweep_on_slurm(points: Points, first: Taken, plan: SweepPlan, sweep_id: str,
     return 0
 
 
-def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Any) -> int:
+def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Callable[..., str]) -> int:
     from nemo_runspec.slurm import render_sbatch
 
     for n, job in enumerate(arrays):
@@ -133,11 +136,11 @@ def _show(arrays: list[ArrayJob], plan: SweepPlan, sweep_id: str, table: Any) ->
     return 0
 
 
-def _submit_all(arrays: list[ArrayJob], sweep_id: str, spec: Any, cfg: RecipeConfig,
-                plan: SweepPlan) -> list[tuple[ArrayJob, Any]]:
+def _submit_all(arrays: list[ArrayJob], sweep_id: str, spec: Runspec, cfg: RecipeConfig,
+                plan: SweepPlan) -> list[tuple[ArrayJob, SubmittedJob]]:
     from nemo_runspec.slurm.submission import submit_detached
 
-    subs: list[tuple[ArrayJob, Any]] = []
+    subs: list[tuple[ArrayJob, SubmittedJob]] = []
     try:
         for job in arrays:
             sub = submit_detached(job, announce=False)
@@ -164,7 +167,7 @@ def _cancel(job: ArrayJob, ids: list[str], sweep_id: str) -> None:
         print(f"[sweep {sweep_id}] {exc}; cancel them with: scancel {' '.join(ids)}", file=sys.stderr)
 
 
-def _record(job: ArrayJob, sub: Any, sweep_id: str, spec: Any, cfg: RecipeConfig, plan: SweepPlan) -> None:
+def _record(job: ArrayJob, sub: SubmittedJob, sweep_id: str, spec: Runspec, cfg: RecipeConfig, plan: SweepPlan) -> None:
     """The array in the submission ledger and in the sweep's record."""
     from nemo_runspec.slurm.ledger import append_entry, submission_of
     from nemo_runspec.sweep import record as rec_mod

@@ -7,9 +7,7 @@ import os
 import socket
 import subprocess
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -25,27 +23,11 @@ from nemo_runspec.config import (
     parse_config,
     save_configs,
 )
+from nemo_runspec.env.profile import EnvProfile, Source
 from nemo_runspec.secrets import REDACTED
 
 HF = "hf_Abcdefghijklmnopqrstuvwxyz0123"
 WANDB = "0123456789abcdef0123456789abcdef01234567"
-
-
-@dataclass
-class Src:
-    label: str
-
-    def __str__(self) -> str:
-        return self.label
-
-
-@dataclass
-class StandInProfile:
-    """Minimal stand-in for nemo_runspec.env.EnvProfile (.name, .values, .sources)."""
-
-    name: str
-    values: dict[str, Any]
-    sources: dict[str, Any] = field(default_factory=dict)
 
 
 def write(path: Path, text: str) -> Path:
@@ -104,8 +86,9 @@ def job(recipe: Path, overrides=(), profile=None, run="dev", **kw):
     return build_job_config(train, ctx, spec.name, recipe, env_profile=profile, runspec=spec, **kw)
 
 
-def dev_profile(**values) -> StandInProfile:
-    return StandInProfile("dev", values, {k: Src(f"env.toml:{i + 3} [dev]") for i, k in enumerate(values)})
+def dev_profile(**values) -> EnvProfile:
+    return EnvProfile("dev", Path("env.toml"), ["dev"], values,
+                      {k: Source("dev", "env.toml", i + 3) for i, k in enumerate(values)})
 
 
 def test_precedence_each_level_wins_over_lower(recipe: Path, tmp_path: Path) -> None:

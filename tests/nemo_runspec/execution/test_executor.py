@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-from types import SimpleNamespace as NS
+from pathlib import Path
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
 
+from nemo_runspec.env.profile import EnvProfile
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution import (
     create_executor,
@@ -16,11 +17,12 @@ from nemo_runspec.execution import (
     shell_value,
     split_env_vars,
 )
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 
 def spec(launch="direct", nodes=3, gpus=4, image="nvcr.io/nvidia/nemo:25.01", env=None):
-    return NS(name="nano3/pretrain", image=image, run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=gpus), env=env or {})
+    return Runspec(name="nano3/pretrain", script_path=Path("train.py"), image=image, run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=nodes, gpus_per_node=gpus), env=env or {})
 
 
 BASE = {"executor": "slurm", "account": "acct1", "partition": "gen"}
@@ -127,7 +129,7 @@ def test_build_env_vars_split_and_rules():
 def test_startup_commands_and_slug():
     assert get_startup_commands({"startup_commands": "echo a"}) == ["echo a"]
     assert get_startup_commands({"startup_commands": ["a", " ", "b"]}) == ["a", "b"]
-    assert get_startup_commands(NS(values={})) == []
+    assert get_startup_commands(EnvProfile("dev", None, ["dev"], {}, {})) == []
     assert job_slug("nano3/pretrain") == "nano3-pretrain"
     assert job_slug("Nano3 / Data Prep") == "nano3-data-prep"
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from nemo_runspec.runtime.stale import is_stale, pid_alive, sweep, writer_pid
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 
 def _dead_pid() -> int:
@@ -99,7 +100,6 @@ def test_experiment_dir_of_a_killed_submission_is_removed(tmp_path):
 
 def test_dry_run_render_leaves_no_dir_and_sweeps_killed_ones(tmp_path, monkeypatch):
 
-    from types import SimpleNamespace as NS
 
     import nemo_run as run
 
@@ -111,8 +111,8 @@ def test_dry_run_render_leaves_no_dir_and_sweeps_killed_ones(tmp_path, monkeypat
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
     stale = tmp_path / f"nemotron-dryrun-{_dead_pid()}-xyz"
     (stale / "experiments").mkdir(parents=True)
-    spec = NS(name="demo/dry", image=None, run=NS(launch="direct"),
-              resources=NS(nodes=1, gpus_per_node=0), env={})
+    spec = Runspec(name="demo/dry", script_path=Path("main.py"), run=RunspecRun(launch="direct"),
+                   resources=RunspecResources(nodes=1, gpus_per_node=0))
     job = prepare_job(env={"executor": "slurm", "account": "a", "partition": "p", "container_image": ""},
                       mode="batch", runspec=spec, packager=run.Packager(), script="main.py",
                       base_dir=tmp_path / "base", exp_id="demo-dry_1")

@@ -23,7 +23,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace as NS
+
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 SECRET = "hf_leanCaseSecret0123456789abcdef"
 EXP_SUFFIX = "lean"
@@ -77,8 +78,8 @@ def prepared(case: str, base_dir: Path):
     launch, prof, kw = CASES[case]
     script = base_dir.parent / "train.py"
     script.write_text("import sys\nprint('train', sys.argv)\n")
-    spec = NS(name=f"lean/{case}", image=None, run=NS(launch=launch, cmd=None, workdir=None),
-              resources=NS(nodes=1, gpus_per_node=0), env={}, script_path=script)
+    spec = Runspec(name=f"lean/{case}", script_path=script, run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=1, gpus_per_node=0))
     profile = {**BASE, **prof, "packager": "self_contained"}
     packager, plan = build_packager(profile, runspec=spec, script_path=script, repo_root=None)
     name = f"lean-{case}"

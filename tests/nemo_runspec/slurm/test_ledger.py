@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import stat
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from nemo_runspec.errors import CLIUsageError
 from nemo_runspec.slurm import SubmittedJob, ledger, prepare_job  # noqa: E402
 from nemo_runspec.slurm.ledger import Pipe, Submission
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 SECRET = "hf_ledgerSECRETvalue0123456789abcd"
 PROFILE_SECRET = "profile-password-value-42"
@@ -28,8 +28,8 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 def spec():
-    return NS(name="demo/train", image=None, run=NS(launch="direct"),
-              resources=NS(nodes=1, gpus_per_node=0), env={})
+    return Runspec(name="demo/train", script_path=Path("main.py"), run=RunspecRun(launch="direct"),
+                   resources=RunspecResources(nodes=1, gpus_per_node=0))
 
 
 def submitted(tmp_path, job_id="101", *, exp="1", **prof) -> SubmittedJob:

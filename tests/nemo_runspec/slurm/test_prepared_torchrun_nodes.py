@@ -24,13 +24,14 @@ import pytest
 
 from nemo_runspec.slurm import prepare_job, render_sbatch
 from nemo_runspec.slurm.prepared import rendezvous_id
+from nemo_runspec.spec.models import Launch, Runspec, RunspecResources, RunspecRun
 
 ARGS = ["--n", "x y", "$(touch INJECTED)", "it's"]
 
 
-def _spec(launch: str, nodes: int) -> NS:
-    return NS(name="demo/nodes", image=None, run=NS(launch=launch), resources=NS(nodes=nodes, gpus_per_node=0),
-              env={})
+def _spec(launch: Launch, nodes: int) -> Runspec:
+    return Runspec(name="demo/nodes", script_path=Path("main.py"), run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=nodes, gpus_per_node=0))
 
 
 def _render(tmp_path: Path, *, launch: str = "torchrun", nodes: int = 2, **prof) -> tuple[object, str]:

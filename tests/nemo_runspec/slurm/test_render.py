@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import time
-from types import SimpleNamespace as NS
+from pathlib import Path
 
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
 from nemo_runspec.slurm import prepare_job, render_sbatch  # noqa: E402
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 SECRET = "hf_renderSecretValue0123456789"
 
 
 def spec(launch="direct"):
-    return NS(name="demo/render", image=None, run=NS(launch=launch),
-              resources=NS(nodes=2, gpus_per_node=0), env={})
+    return Runspec(name="demo/render", script_path=Path("main.py"), run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=2, gpus_per_node=0))
 
 
 def _job(tmp_path, **prof):

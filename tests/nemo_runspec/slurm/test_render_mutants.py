@@ -7,7 +7,6 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace as NS
 from typing import Any
 
 import nemo_run as run  # noqa: F401 - a required dependency: a broken install fails, never skips
@@ -17,6 +16,7 @@ from nemo_runspec.errors import ExecutionError
 from nemo_runspec.script_values import KINDS, check, problem
 from nemo_runspec.slurm import prepare_job, render_sbatch
 from nemo_runspec.slurm import render as render_module
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 SECRET = "hf_renderSecretValue0123456789"
 
@@ -25,8 +25,8 @@ def _job(tmp_path: Path, **over: Any) -> Any:
     kw: dict[str, Any] = dict(
         env={"executor": "slurm", "account": "testacct", "partition": "debug", "container_image": ""},
         mode="batch",
-        runspec=NS(name="demo/render", image=None, run=NS(launch="direct"),
-                   resources=NS(nodes=1, gpus_per_node=0), env={}),
+        runspec=Runspec(name="demo/render", script_path=Path("main.py"), run=RunspecRun(launch="direct"),
+                        resources=RunspecResources(nodes=1, gpus_per_node=0)),
         packager=run.Packager(), script="main.py", args=["--n", "3"], env_vars={"PLAIN": "a"},
         secrets={"HF_TOKEN": SECRET}, base_dir=tmp_path / "base", exp_id="demo-render_fixed",
     )
@@ -148,8 +148,8 @@ def test_launch_for_takes_the_executor_given(tmp_path: Path) -> None:
 
 
 def test_a_ray_task_is_the_driver_script_with_its_args_and_entrypoint(tmp_path: Path) -> None:
-    job = _job(tmp_path, runspec=NS(name="demo/render", image=None, run=NS(launch="ray"),
-                                    resources=NS(nodes=1, gpus_per_node=0), env={}))
+    job = _job(tmp_path, runspec=Runspec(name="demo/render", script_path=Path("main.py"), run=RunspecRun(launch="ray"),
+                                         resources=RunspecResources(nodes=1, gpus_per_node=0)))
     assert job.is_ray
     job.entrypoint = "bash"
     task = render_module.task_for(job)

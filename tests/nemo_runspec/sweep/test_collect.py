@@ -16,7 +16,7 @@ def test_inside_a_sweep_each_step_is_recorded_in_order_and_the_block_ends_it():
         assert take("dry-run", job="a") is True
         assert take("slurm", job="b", prepared="p") is True
     assert c.taken == [Taken("dry-run", "a"), Taken("slurm", "b", "p")]
-    assert take("local") is False
+    assert take("local", job="c") is False
 
 
 def test_collectors_nest_and_other_threads_are_not_collected():
