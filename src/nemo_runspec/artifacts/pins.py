@@ -14,6 +14,12 @@ A reference that names a version itself (``name:v2``) is never re-pinned. Every
 reference a process resolves is remembered (:func:`consumed`), and what it
 publishes records them under ``inputs`` in its metadata, so each version says
 exactly what it was made from.
+
+A job Slurm may requeue resolves ``:latest`` once: with ``$NEMOTRON_ARTIFACT_PIN_FILE``
+set (by the training entry, :func:`nemotron.training.entry.main`, inside a Slurm job),
+the first attempt records each reference's exact version in that file, and a later
+attempt of the same job reads it back, so a run resumed from its checkpoint goes on
+with the data it started with, whatever was published meanwhile.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ if TYPE_CHECKING:
     from nemo_runspec.artifacts.registry import ArtifactRegistry
 
 PINS_ENV = "NEMOTRON_ARTIFACT_PINS"
+#: a JSON file ``{name:alias: name:vN}`` this job's attempts share (see the module docstring)
+PIN_FILE_ENV = "NEMOTRON_ARTIFACT_PIN_FILE"
 #: stands for the pipe id in a pin made before the pipe has one (replaced in the job's environment)
 PIPE_ID_SLOT = "{pipe}"
 
@@ -61,14 +69,48 @@ def resolve(registry: ArtifactRegistry, ref: str, pins: Mapping[str, str] | None
     pins = from_env() if pins is None else pins
     name, selector = parse_ref(ref)
     pin = pins.get(name)
-    if pin is None or version_number(selector) is not None:
+    if version_number(selector) is not None:
         art = registry.resolve(ref)
+    elif pin is None:
+        key = f"{name}:{selector}"  # `ds` and `ds:latest` are one reference
+        earlier = _attempts_pins().get(key)
+        art = registry.resolve(earlier if earlier else ref)
+        if not earlier:
+            _record_attempt_pin(key, art.ref)
     elif pin.startswith("pipe:"):
         art = _published_by(registry, name, pin)
     else:
         art = registry.resolve(f"{name}:{pin}")
     _CONSUMED[ref] = art.ref
     return art
+
+
+def _attempts_pins() -> dict[str, str]:
+    """What an earlier attempt of this job resolved (empty without a pin file, or before one)."""
+    path = os.environ.get(PIN_FILE_ENV)
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"${PIN_FILE_ENV} ({path}) is not readable as JSON: {exc}",
+                            key=PIN_FILE_ENV) from None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _record_attempt_pin(ref: str, exact: str) -> None:
+    """Add ``ref -> exact`` to the pin file (written whole, then renamed: never half a file)."""
+    path = os.environ.get(PIN_FILE_ENV)
+    if not path:
+        return
+    data = {**_attempts_pins(), ref: exact}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def _published_by(registry: ArtifactRegistry, name: str, pin: str) -> Artifact:

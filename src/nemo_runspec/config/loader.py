@@ -339,10 +339,14 @@ class ConfigChoice(Protocol):
     (a ``multirun`` attribute, when there is one, allows ``a=1,2`` values)."""
 
     @property
-    def config(self) -> str | None: ...
+    def config(self) -> str | None:
+        """``-c/--config``: a config name in the recipe's config dir, or a YAML path; None for the default."""
+        ...
 
     @property
-    def overrides(self) -> Sequence[str]: ...
+    def overrides(self) -> Sequence[str]:
+        """The ``key=value`` overrides, in command-line order."""
+        ...
 
 
 def parse_config(ctx: ConfigChoice, config_dir: str | os.PathLike[str], default_config: str, *,

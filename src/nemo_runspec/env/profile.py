@@ -257,10 +257,14 @@ class ProfileChoice(Protocol):
     :class:`~nemo_runspec.cmdline.context.GlobalContext`, or anything with these two."""
 
     @property
-    def profile(self) -> str | None: ...
+    def profile(self) -> str | None:
+        """The profile named by ``--run``/``--batch``; None runs here (local mode)."""
+        ...
 
     @property
-    def env_file(self) -> str | None: ...
+    def env_file(self) -> str | None:
+        """``--env-file``: the env.toml to read; None looks it up as usual."""
+        ...
 
 
 def parse_env(ctx: ProfileChoice) -> EnvProfile | None:

@@ -294,7 +294,9 @@ def slurm_job(sub: Submission, files: JobFiles, state: JobState | None,
         job.started = job.attempts[0].start
     if job.ended is None and state is not None and state.finished and job.attempts:
         job.ended = job.attempts[-1].end
-    job.notes += resolve_consumed(job.identity.consumed, job.started or job.submitted, env_file=sub.env_file)
+    # a requeued attempt reads the versions its first attempt resolved (artifacts/pins.py)
+    first = min([t for t in (job.started, *(a.start for a in job.attempts)) if t is not None], default=None)
+    job.notes += resolve_consumed(job.identity.consumed, first or job.submitted, env_file=sub.env_file)
     _attempt_events(job)
     return job
 

@@ -143,6 +143,10 @@ def states_of(records: list[SweepRecord], *, strict: bool = False,
 
 
 def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> dict[int, JobState]:
+    # a task missing from sacct's answer was cancelled before it started only once its array
+    # is done: while a task runs, accounting may not have the record of one that started
+    # beside it yet (seen on the cluster: a completing point shown CANCELLED for one poll)
+    active = {array_id for (array_id, index), st in tasks.items() if index != SEEN and not st.finished}
     states: dict[int, JobState] = {}
     for index in range(len(rec.points)):
         array = rec.latest(index)
@@ -155,7 +159,8 @@ def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> d
         if array is None:
             continue
         st = tasks.get((array.job_id, index))
-        if st is None and tasks.get((array.job_id, SEEN), JobState("")).source == "sacct":
+        if st is None and array.job_id not in active \
+                and tasks.get((array.job_id, SEEN), JobState("")).source == "sacct":
             st = JobState(f"{array.job_id}_{index}", state="CANCELLED", note=CANCELLED_UNSTARTED, source="sacct")
         states[index] = st if st is not None else JobState(
             f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")

@@ -379,8 +379,11 @@ def main(kind: str, argv: list[str] | None, *, description: str, native_module: 
     problems, 1 for failures while training); ``NEMOTRON_DEBUG=1`` re-raises.
     The last line is the outcome line (:mod:`nemo_runspec.runtime.outcome`).
     """
+    from nemo_runspec.artifacts.pins import PIN_FILE_ENV
     from nemo_runspec.runtime import outcome
 
+    if os.environ.get("SLURM_JOB_ID"):  # Slurm may requeue it: every attempt reads what the first resolved
+        os.environ.setdefault(PIN_FILE_ENV, str(job_dir() / f".artifact-pins-{os.environ['SLURM_JOB_ID']}.json"))
     return outcome.run(f"nano3/{kind}", lambda report: _main(report, kind, argv, description=description,
                                                              native_module=native_module, script=script,
                                                              native_run=native_run, nothing_to_do=nothing_to_do))

@@ -61,3 +61,25 @@ def test_stage_pins_of_producers_that_run_are_skipped_or_outside():
     got = pins.stage_pins({"a": "pre:latest", "b": "sft", "c": "tok:latest"}, earlier, resolve=lambda ref: outside)
     assert got == {"pre": "pipe:{pipe}:kp2", "sft": "v7", "tok": "v4"}
     assert pins.stage_pins({"c": "tok"}, [], resolve=lambda ref: outside, pin_inputs=False) == {}
+
+
+def test_a_requeued_attempt_reads_what_the_first_attempt_resolved(reg, tmp_path, monkeypatch):
+    """A job Slurm requeues must go on with the data it started with: ``:latest`` is
+    resolved once and recorded in the pin file its attempts share."""
+    pin_file = tmp_path / "job" / ".artifact-pins-17.json"
+    pin_file.parent.mkdir()
+    monkeypatch.setenv(pins.PIN_FILE_ENV, str(pin_file))
+    monkeypatch.delenv(pins.PINS_ENV, raising=False)
+    assert pins.resolve(reg, "ds:latest").version == 3  # the first attempt
+    assert json.loads(pin_file.read_text()) == {"ds:latest": "ds:v3"}
+    reg.publish("ds", str(tmp_path / "data"))  # v4, published while the job waits in the queue again
+    assert pins.resolve(reg, "ds:latest").version == 3  # the requeued attempt
+    assert pins.resolve(reg, "ds:v4").version == 4  # an exact version is never re-pinned
+    assert pins.resolve(reg, "ds").version == 3  # the bare name is ds:latest
+    assert json.loads(pin_file.read_text()) == {"ds:latest": "ds:v3"}
+    monkeypatch.delenv(pins.PIN_FILE_ENV)
+    assert pins.resolve(reg, "ds:latest").version == 4  # another job: latest now
+    monkeypatch.setenv(pins.PIN_FILE_ENV, str(pin_file))
+    pin_file.write_text("{half")
+    with pytest.raises(ArtifactError, match="NEMOTRON_ARTIFACT_PIN_FILE"):
+        pins.resolve(reg, "ds:latest")
