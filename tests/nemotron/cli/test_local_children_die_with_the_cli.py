@@ -113,21 +113,25 @@ def test_stopping_the_cli_stops_every_process_of_the_run_and_nothing_is_publishe
         time.sleep(0.1)
     pids = json.loads(pids_file.read_text())
     os.kill(proc.pid, sig)  # the CLI alone, as `kill PID` or a scheduler does
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
+    err = err.decode(errors="replace")
     if sig != signal.SIGKILL:
-        assert proc.returncode == 128 + sig
+        assert proc.returncode == 128 + sig, err[-2000:]
     deadline = time.monotonic() + 15
     while any(_alive(p) for p in pids["group"]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [p for p in pids["group"] if _alive(p)] == []
-    # the process that left the group tries to publish once its parent is gone
-    deadline = time.monotonic() + 30
+    # the process that left the group tries to publish once its parent is gone (a Python
+    # start and an import: slow on a loaded machine)
+    deadline = time.monotonic() + 90
     while _alive(pids["escaped"]) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert not _alive(pids["escaped"]), "the escaped process never tried to publish"
     assert not (run_dir["out"] / "published").exists()
     # it tried at once, while the CLI may still be stopping the rest: refused all the same
-    refused = (run_dir["out"] / "refused").read_text()
-    assert "so this process was left behind" in refused, refused
+    refused = run_dir["out"] / "refused"
+    assert refused.exists(), f"it neither published nor was refused; the CLI said: {err[-2000:]}"
+    assert "so this process was left behind" in refused.read_text(), refused.read_text()
     assert ArtifactRegistry(run_dir["env"]["NEMOTRON_ARTIFACTS_ROOT"]).list() == []
 
 
