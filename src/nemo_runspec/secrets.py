@@ -177,7 +177,7 @@ def _redact(obj: Any, values: list[str], allow: frozenset[str] = frozenset(),
     return obj
 
 
-def is_reference(value: Any) -> bool:
+def is_reference(value: object) -> bool:
     """True for an unresolved interpolation such as ``${oc.env:HF_TOKEN}`` (no secret in it)."""
     return isinstance(value, str) and value.startswith("${") and value.endswith("}") and "}" not in value[2:-1]
 
@@ -188,7 +188,7 @@ def searchable(values: Iterable[Any]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
-def looks_like_credential(value: Any) -> bool:
+def looks_like_credential(value: object) -> bool:
     """True when ``value`` (a string) contains a credential-shaped token (``hf_...``,
     ``sk-...``, ``nvapi-...``, ``ghp_...``, ``AKIA...``, ``xoxb-...``, a private key,
     a JWT) or a URL with a password (``postgres://app:PASS@db``), whatever name it
@@ -277,7 +277,7 @@ def _argument_secrets(items: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def is_secret_value(value: Any) -> bool:
+def is_secret_value(value: object) -> bool:
     """True when ``value``, held under a secret name, is a literal secret worth hiding."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return False

@@ -60,7 +60,7 @@ class GitMount:
         return f"{posixpath.join(git_dir, self.name)}/<{self.ref}>:{self.target}"
 
 
-def is_auto_mount(entry: Any) -> bool:
+def is_auto_mount(entry: object) -> bool:
     """True for a ``mounts`` entry written as ``${auto_mount:...}`` (or its resolved ``auto_mount:...``)."""
     return isinstance(entry, str) and _ENTRY.match(entry) is not None
 

@@ -98,7 +98,7 @@ class Outcome:
                    attempt=_int_or_none(data.get("attempt")), time=_str_or_none(data.get("time")))
 
 
-def _str_or_none(value: Any) -> str | None:
+def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
 

@@ -161,7 +161,7 @@ class _Checker:
         return value
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int):
@@ -177,7 +177,7 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _quote_hint(value: Any) -> str | None:
+def _quote_hint(value: object) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f'quote it: "{value}"'
     return None
