@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace as NS
+
+from nemo_runspec.spec.models import Runspec, RunspecResources, RunspecRun
 
 
 def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
@@ -15,10 +16,10 @@ def write_script(dir_: Path, body: str, name: str = "job.py") -> Path:
     return path
 
 
-def runspec(name="e2e/job", launch="direct", nodes=1):
-    """A stand-in for a parsed runspec with the fields prepare_job reads."""
-    return NS(name=name, image="nvcr.io/never/used:1", run=NS(launch=launch),
-              resources=NS(nodes=nodes, gpus_per_node=8), env={})
+def runspec(name="e2e/job", launch="direct", nodes=1, image="nvcr.io/never/used:1", gpus_per_node=8):
+    """A runspec as ``parse`` returns it, for a script given to prepare_job separately."""
+    return Runspec(name=name, script_path=Path("job.py"), image=image, run=RunspecRun(launch=launch),
+                   resources=RunspecResources(nodes=nodes, gpus_per_node=gpus_per_node))
 
 
 def profile(**over):

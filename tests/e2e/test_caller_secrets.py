@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
@@ -134,8 +133,7 @@ def test_ray_job_does_not_see_shell_secrets(tmp_path, monkeypatch, slurm_cluster
     script = tmp_path / "driver.py"
     script.write_text("import os\nprint('LEAKED', [n for n in ('HF_TOKEN', 'WANDB_API_KEY', "
                       "'MY_SECRET_PASSWORD') if n in os.environ], flush=True)\n")
-    spec = NS(name="e2e/rayshell", image=None, run=NS(launch="ray"),
-              resources=NS(nodes=1, gpus_per_node=0), env={})
+    spec = runspec(name="e2e/rayshell", image=None, launch="ray", gpus_per_node=0)
     prof = {"executor": "slurm", "account": "testacct", "partition": "debug", "container_image": "",
             "gpus_per_node": 0, "time": "00:10:00", "nodes": 1, "cpus_per_task": 1, "ray_timeout": 240}
     job = prepare_job(env=prof, mode="batch", runspec=spec, packager=run.Packager(),

@@ -6,7 +6,6 @@ import io
 import re
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
@@ -16,6 +15,8 @@ import nemo_run as run  # noqa: E402 - a required dependency: a broken install f
 
 from nemo_runspec.runtime.outcome import find  # noqa: E402
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
+
+from .helpers import runspec  # noqa: E402
 
 DRIVER = textwrap.dedent("""
     import os, socket, sys
@@ -37,8 +38,7 @@ DRIVER = textwrap.dedent("""
 
 
 def _spec(nodes=2):
-    return NS(name="e2e/ray", image=None, run=NS(launch="ray"),
-              resources=NS(nodes=nodes, gpus_per_node=0), env={})
+    return runspec(name="e2e/ray", image=None, launch="ray", nodes=nodes, gpus_per_node=0)
 
 
 def _profile(**over):

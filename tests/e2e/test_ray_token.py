@@ -7,7 +7,6 @@ import io
 import re
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import pytest
 
@@ -16,6 +15,8 @@ pytestmark = [pytest.mark.slurm]
 import nemo_run as run  # noqa: E402 - a required dependency: a broken install fails, never skips
 
 from nemo_runspec.slurm import prepare_job, render_sbatch, submit  # noqa: E402
+
+from .helpers import runspec  # noqa: E402
 
 DRIVER = textwrap.dedent("""
     import os, pathlib, sys
@@ -40,8 +41,7 @@ def test_ray_token_is_made_at_run_time_and_written_nowhere(tmp_path: Path, slurm
     prof = {"executor": "slurm", "account": slurm_cluster.account, "partition": slurm_cluster.default_partition,
             "container_image": "", "gpus_per_node": 0, "time": "00:10:00", "nodes": 1,
             "cpus_per_task": 1, "ray_timeout": 240}
-    job = prepare_job(env=prof, mode="batch", runspec=NS(name="e2e/raytoken", image=None, run=NS(launch="ray"),
-                      resources=NS(nodes=1, gpus_per_node=0), env={}), packager=run.Packager(),
+    job = prepare_job(env=prof, mode="batch", runspec=runspec(name="e2e/raytoken", image=None, launch="ray", gpus_per_node=0), packager=run.Packager(),
                       script=str(script), args=[str(seen)], base_dir=tmp_path / "jobs",
                       exp_id="e2e-raytoken_fixed")
     rendered = render_sbatch(job)
