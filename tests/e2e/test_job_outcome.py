@@ -61,8 +61,9 @@ def _job_id(stderr: str) -> str:
 
 def _summary(stderr: str, job_id: str) -> list[str]:
     """What --run printed after the job's last queue state: the end-of-job summary."""
-    # (a job that ends within one poll is never seen running: then its last state was pending)
-    states = list(re.finditer(rf"^job {job_id}: (running on|pending)\b.*$", stderr, re.M))
+    # (a job that ends within one poll is never seen running: then its last state was pending;
+    # one seen while Slurm tears it down was last "completing on NODE")
+    states = list(re.finditer(rf"^job {job_id}: (running on|pending|completing on)\b.*$", stderr, re.M))
     assert states, stderr
     return stderr[states[-1].start():].splitlines()[1:]
 

@@ -80,6 +80,27 @@ def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int
     return found
 
 
+def query_controller(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int], JobState]:
+    """The tasks of the arrays as the controller holds them, finished ones included
+    (``squeue --states=all``): asked only for tasks sacct did not list. Accounting can lag
+    behind the controller (seen on the cluster: a task that had just completed was not in
+    sacct's answer yet, and was taken for one cancelled before it started); a task neither
+    knows was cancelled before it started, or ended too long ago for the controller to hold."""
+    ids = sorted(set(array_ids), key=lambda i: (len(i), i))
+    rc, out, _ = remote.run(f"squeue -h -r --states=all -j {','.join(ids)} -o '%i|%T|%r|%N'")
+    found: dict[tuple[str, int], JobState] = {}
+    for line in out.splitlines() if rc == 0 else []:
+        parts = line.strip().split("|")
+        if len(parts) < 4:
+            continue
+        for array_id, index in _tasks(parts[0]):
+            if array_id in ids:
+                found[(array_id, index)] = JobState(f"{array_id}_{index}", state=parts[1].strip(),
+                                                    reason=_clean(parts[2]), nodes=_clean(parts[3]),
+                                                    source="squeue")
+    return found
+
+
 def _tasks(job_id: str) -> list[tuple[str, int]]:
     if m := _TASK.match(job_id):
         return [(m.group(1), int(m.group(2)))]
@@ -128,6 +149,12 @@ def states_of(records: list[SweepRecord], *, strict: bool = False,
             remote = sj.remote_for(members[0])
             try:
                 tasks.update(query_tasks(remote, [s.job_id for s in members]))
+                ids = {s.job_id for s in members}
+                missing = sorted({array.job_id for rec in records for array in rec.arrays if array.job_id in ids
+                                  for i in array.indices if (array.job_id, i) not in tasks})
+                if missing:
+                    for key, st in query_controller(remote, missing).items():
+                        tasks.setdefault(key, st)
             finally:
                 sj.close(remote)
         except NemoRunspecError as exc:
@@ -143,10 +170,6 @@ def states_of(records: list[SweepRecord], *, strict: bool = False,
 
 
 def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> dict[int, JobState]:
-    # a task missing from sacct's answer was cancelled before it started only once its array
-    # is done: while a task runs, accounting may not have the record of one that started
-    # beside it yet (seen on the cluster: a completing point shown CANCELLED for one poll)
-    active = {array_id for (array_id, index), st in tasks.items() if index != SEEN and not st.finished}
     states: dict[int, JobState] = {}
     for index in range(len(rec.points)):
         array = rec.latest(index)
@@ -159,8 +182,7 @@ def _point_states(rec: SweepRecord, tasks: dict[tuple[str, int], JobState]) -> d
         if array is None:
             continue
         st = tasks.get((array.job_id, index))
-        if st is None and array.job_id not in active \
-                and tasks.get((array.job_id, SEEN), JobState("")).source == "sacct":
+        if st is None and tasks.get((array.job_id, SEEN), JobState("")).source == "sacct":
             st = JobState(f"{array.job_id}_{index}", state="CANCELLED", note=CANCELLED_UNSTARTED, source="sacct")
         states[index] = st if st is not None else JobState(
             f"{array.job_id}_{index}", note="Slurm does not know this task (yet)")

@@ -51,20 +51,6 @@ def test_each_point_takes_its_newest_run():
 
 
 
-def test_a_task_sacct_does_not_list_yet_is_not_cancelled_while_its_array_runs():
-    """Accounting can answer for one task of an array that just started and not yet for
-    the other: the missing one is unknown until the array is done, never CANCELLED."""
-    rec = SweepRecord(id="s", created="", recipe=None, profile=None, env_file=None, points=[{}, {}],
-                      arrays=[ArrayRecord("2176", [0, 1], "", "2026-01-01T00:00:00Z")], local={})
-    known = tasks_from({"2176_1": JobState("2176_1", state="RUNNING", source="sacct")})
-    known[("2176", SEEN)] = JobState("2176", source="sacct")
-    running = states_of([rec], known=known)["s"]
-    assert running[1].state == "RUNNING"
-    assert running[0].state != "CANCELLED" and not running[0].finished
-    known[("2176", 1)] = JobState("2176_1", state="COMPLETED", source="sacct")
-    done = states_of([rec], known=known)["s"]
-    assert done[0].state == "CANCELLED" and done[0].note == CANCELLED_UNSTARTED
-
 def test_the_last_loss_a_log_prints():
     assert final_loss("step 1 loss 2.5\nstep 2 loss=2.31\n") == "2.31"
     assert final_loss("iteration 9 | lm loss: 2.3E+00 |") == "2.3E+00"
