@@ -67,16 +67,7 @@ def query_tasks(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str, int
         ids = [i for i in ids if (i, SEEN) not in found]  # too new for accounting: the queue knows
         if not ids:
             return found
-    rc, out, _ = remote.run(f"squeue -h -r -j {','.join(ids)} -o '%i|%T|%r|%N'")
-    for line in out.splitlines() if rc == 0 else []:
-        parts = line.strip().split("|")
-        if len(parts) < 4:
-            continue
-        for array_id, index in _tasks(parts[0]):
-            if array_id in ids:
-                found[(array_id, index)] = JobState(f"{array_id}_{index}", state=parts[1].strip(),
-                                                    reason=_clean(parts[2]), nodes=_clean(parts[3]),
-                                                    source="squeue", accounting=rc_sacct == 0)
+    found.update(_squeue_tasks(remote, ids, accounting=rc_sacct == 0))
     return found
 
 
@@ -86,8 +77,15 @@ def query_controller(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str
     behind the controller (seen on the cluster: a task that had just completed was not in
     sacct's answer yet, and was taken for one cancelled before it started); a task neither
     knows was cancelled before it started, or ended too long ago for the controller to hold."""
-    ids = sorted(set(array_ids), key=lambda i: (len(i), i))
-    rc, out, _ = remote.run(f"squeue -h -r --states=all -j {','.join(ids)} -o '%i|%T|%r|%N'")
+    return _squeue_tasks(remote, sorted(set(array_ids), key=lambda i: (len(i), i)), all_states=True)
+
+
+def _squeue_tasks(remote: Remote, ids: list[str], *, all_states: bool = False,
+                  accounting: bool = True) -> dict[tuple[str, int], JobState]:
+    """``{(array id, task index): state}`` from one ``squeue -r`` (``--states=all``: finished
+    tasks the controller still holds too)."""
+    states = " --states=all" if all_states else ""
+    rc, out, _ = remote.run(f"squeue -h -r{states} -j {','.join(ids)} -o '%i|%T|%r|%N'")
     found: dict[tuple[str, int], JobState] = {}
     for line in out.splitlines() if rc == 0 else []:
         parts = line.strip().split("|")
@@ -97,7 +95,7 @@ def query_controller(remote: Remote, array_ids: Iterable[str]) -> dict[tuple[str
             if array_id in ids:
                 found[(array_id, index)] = JobState(f"{array_id}_{index}", state=parts[1].strip(),
                                                     reason=_clean(parts[2]), nodes=_clean(parts[3]),
-                                                    source="squeue")
+                                                    source="squeue", accounting=accounting)
     return found
 
 
