@@ -48,10 +48,12 @@ RECIPE = textwrap.dedent('''\
         pool = multiprocessing.Pool(2)
         pool.map_async(work, range(2))
         sleeper = subprocess.Popen(["sleep", "120"])
-        # leaves the process group; publishes once its parent is gone, as an orphan would
+        # leaves the process group and publishes once its parent is gone, as an orphan would.
+        # It leaves before it runs a line of its own (setsid between fork and exec): an
+        # os.setsid() in its code would keep it in the group while Python starts, and
+        # stopping the group then would kill it before it could try to publish
         escaped = subprocess.Popen([sys.executable, "-c", (
             "import os, sys, time\\n"
-            "os.setsid()\\n"
             "while os.getppid() != 1 and os.path.exists(f'/proc/{os.getppid()}') and time.time() < 1e12:\\n"
             "    time.sleep(0.05)\\n"
             "    if os.getppid() != int(sys.argv[1]): break\\n"
@@ -63,7 +65,7 @@ RECIPE = textwrap.dedent('''\
             "    (out / 'published').touch()\\n"
             "except Exception as exc:\\n"
             "    (out / 'refused').write_text(str(exc))\\n"
-        ), str(os.getpid()), str(OUT)])
+        ), str(os.getpid()), str(OUT)], start_new_session=True)
         pids = [os.getpid(), sleeper.pid, *(p.pid for p in pool._pool)]
         (OUT / "pids.json").write_text(json.dumps({"group": pids, "escaped": escaped.pid}))
         time.sleep(120)
