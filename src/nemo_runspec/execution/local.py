@@ -263,7 +263,7 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                 break
             except KeyboardInterrupt as exc:
                 if interrupted:  # a second Ctrl-C: stop at once
-                    _signal_group(child.pid, signal.SIGKILL)
+                    lifeline.signal_group(child.pid, signal.SIGKILL)
                     continue
                 from nemo_runspec.runtime.signals import exit_code
 
@@ -271,21 +271,20 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
                 _end_lease(lease)
                 print(f"interrupted: stopping the job (up to {grace:.0f}s; Ctrl-C again to kill it)",
                       file=sys.stderr)
-                _signal_group(child.pid, signal.SIGINT)
+                lifeline.signal_group(child.pid, signal.SIGINT)
                 try:
                     code = child.wait(timeout=grace)
                     break
                 except subprocess.TimeoutExpired:
-                    _signal_group(child.pid, signal.SIGTERM)
+                    lifeline.signal_group(child.pid, signal.SIGTERM)
                     try:
                         code = child.wait(timeout=5)
                         break
                     except subprocess.TimeoutExpired:
-                        _signal_group(child.pid, signal.SIGKILL)
+                        lifeline.signal_group(child.pid, signal.SIGKILL)
     finally:
         _end_lease(lease)
-        _stop_group(child.pid)
-        lifeline.release(child.pid)
+        lifeline.stop_group(child.pid, grace=5.0)  # what the group still holds; stops watching it
         if output is not None:
             # interrupted: what came is kept, and no process the job left behind holding its
             # pipes keeps this one alive (its publish is refused once we are gone)
@@ -296,29 +295,6 @@ def run_child(cmd: Sequence[str], *, cwd: str | os.PathLike[str], env: Mapping[s
 def _end_lease(lease: Path | None) -> None:
     if lease is not None:
         lease.unlink(missing_ok=True)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _stop_group(pgid: int, wait: float = 5.0) -> None:
-    """SIGTERM what is left of process group ``pgid``, then SIGKILL it after ``wait`` s."""
-    import signal
-    import time
-
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.1)
-    _signal_group(pgid, signal.SIGKILL)
 
 
 def local_preview(runspec: Runspec, job_config: DictConfig, passthrough: Sequence[str] = ()) -> str:

@@ -231,12 +231,12 @@ def stop_group(pgid: int, *, grace: float = GRACE) -> None:
     import signal
     import time
 
-    _signal_group(pgid, signal.SIGTERM)
+    signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and group_alive(pgid):
         time.sleep(0.05)
     if group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
     release(pgid)
 
 
@@ -251,7 +251,8 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pgid``; a group already gone (or not ours) is let be."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):

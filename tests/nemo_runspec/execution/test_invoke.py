@@ -10,6 +10,8 @@ import sys
 import textwrap
 import time
 
+from tests.processes import alive as _alive
+
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
     import invoke
@@ -38,15 +40,6 @@ def _run(mode: str, tmp_path) -> tuple[str, float, int]:
                          timeout=60)
     word, seconds = out.stdout.split()
     return word, float(seconds), int(pid_file.read_text())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie has ended
-        return f.read().split(") ")[1][0] != "Z"
 
 
 def test_an_interrupt_kills_the_command_and_what_it_started_then_is_raised(tmp_path):

@@ -13,14 +13,7 @@ from pathlib import Path
 
 from nemo_runspec.execution.local import run_child
 from tests.nemotron_cli import NEMOTRON
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from tests.processes import alive as _alive
 
 
 def test_exit_code_and_leftover_background_processes_are_stopped(tmp_path):

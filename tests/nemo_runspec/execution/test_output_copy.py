@@ -9,7 +9,7 @@ import sys
 import time
 
 from nemo_runspec.execution.local import run_child
-from tests.nemo_runspec.execution.test_local_run_child import _alive
+from tests.processes import alive as _alive
 
 
 def test_output_goes_through_unchanged_and_its_end_is_kept(tmp_path, capfd):

@@ -14,6 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from tests.processes import alive as _alive
+
 PARENT = textwrap.dedent('''
     import json, os, sys, time
     from pathlib import Path
@@ -33,14 +35,6 @@ PARENT = textwrap.dedent('''
     (out / "pids").write_text(json.dumps([child.pid, int((out / "grand").read_text())]))
     time.sleep(300)
 ''')
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
@@ -107,7 +101,6 @@ def test_descendants_lists_the_whole_tree(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-
 
 
 def _sleeps(seconds: str) -> list[int]:

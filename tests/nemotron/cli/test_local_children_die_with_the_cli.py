@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from nemo_runspec.artifacts.registry import ArtifactRegistry
+from tests.processes import alive as _alive
 
 NEMOTRON = Path(sys.executable).with_name("nemotron")
 
@@ -70,14 +71,6 @@ RECIPE = textwrap.dedent('''\
         (OUT / "pids.json").write_text(json.dumps({"group": pids, "escaped": escaped.pid}))
         time.sleep(120)
 ''')
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.fixture
