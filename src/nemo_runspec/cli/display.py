@@ -20,7 +20,7 @@ from nemo_runspec.execution.dry_run_display import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from nemo_runspec.pipeline.chain import StagePlan
+    from nemo_runspec.pipeline.records import StagePlan
     from nemo_runspec.slurm.prepared import PreparedJob
 
 __all__ = ["display_dry_run", "dry_run_sections", "scale_rows", "show_dry_run", "show_pipeline", "show_rendered",

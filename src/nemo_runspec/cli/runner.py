@@ -79,11 +79,10 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     it when attached); returns the exit code."""
     import typer
 
-    from nemo_runspec import packaging
+    from nemo_runspec import packaging, pipeline
     from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
     from nemo_runspec.errors import CLIUsageError, ConfigError
-    from nemo_runspec.pipeline import chain as pipeline
 
     if launcher not in LAUNCHERS:
         raise CLIUsageError(f"--launcher {launcher!r} is not a pipeline launcher",

@@ -47,15 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import CLIUsageError, ConfigError
-from nemo_runspec.pipeline.records import (  # noqa: F401 - pipeline's names too
-    PipeSubmission,
-    StagePlan,
-    chain_record,
-    load_record,
-    pipes_dir,
-    write_record,
-)
-from nemo_runspec.pipeline.stage_selection import select_stages  # noqa: F401 - pipeline.select_stages, as before
+from nemo_runspec.pipeline.records import PipeSubmission, StagePlan, chain_record, write_record
 from nemo_runspec.pipeline.step import (
     Step,
     artifact_name,

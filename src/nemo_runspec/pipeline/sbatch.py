@@ -38,16 +38,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.pipeline.chain import (
-    PipeSubmission,
-    StagePlan,
-    _ledger,
-    _title,
-    before_submit,
-    new_pipe_id,
-    stage_env,
-    write_record,
-)
+from nemo_runspec.pipeline.chain import _ledger, _title, before_submit, new_pipe_id, stage_env
+from nemo_runspec.pipeline.records import PipeSubmission, StagePlan, write_record
 from nemo_runspec.slurm.limits import slurm_seconds, slurm_time
 
 if TYPE_CHECKING:

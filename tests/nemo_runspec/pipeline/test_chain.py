@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec import pipeline
 from nemo_runspec.artifacts.registry import ArtifactRegistry
 from nemo_runspec.cli_context import split_global_args
 from nemo_runspec.errors import NemoRunspecError
-from nemo_runspec.pipeline import chain as pipeline
 from nemo_runspec.pipeline.step import Step, artifact_name, consumed_artifacts
 
 HEADER = """\

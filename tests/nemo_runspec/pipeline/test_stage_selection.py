@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from nemo_runspec import pipeline
 from nemo_runspec.errors import CLIUsageError, NemoRunspecError
-from nemo_runspec.pipeline import chain as pipeline
 from nemo_runspec.pipeline.stage_selection import select_stages
 from nemo_runspec.pipeline.step import Step
 from tests.nemotron.cli.test_inputs_limits import STAGES

@@ -155,10 +155,9 @@ def test_eval_stage_dry_run_shows_the_evaluation_config_with_wandb_and_images(sa
 def test_eval_stage_submission_waits_for_its_image_imports(sandbox, monkeypatch):
     """Submitted as a chain, the eval stage's evaluator images are imported first (one
     Slurm job per missing .sqsh) and the stage waits for them with afterok."""
-    from nemo_runspec import packaging, slurm
+    from nemo_runspec import packaging, pipeline, slurm
     from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemo_runspec.cli_context import split_global_args
-    from nemo_runspec.pipeline import chain as pipeline
     from nemo_runspec.slurm import submission
     from nemo_runspec.slurm.prepared import SubmittedJob
     from nemo_runspec.slurm.remote import Remote

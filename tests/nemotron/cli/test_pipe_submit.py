@@ -134,7 +134,7 @@ def test_an_interrupt_whose_cancel_fails_says_what_stays_queued(slurm):
 
 def test_the_chain_record_of_a_chain_with_every_stage_skipped():
     """Nothing to submit: `pipe --batch` still prints this one JSON line (every job id null)."""
-    from nemo_runspec.pipeline import chain as pipeline
+    from nemo_runspec import pipeline
 
     class Plan:  # the two fields chain_record reads of a skipped stage
         def __init__(self, name: str) -> None:
