@@ -13,6 +13,12 @@
   server address pointing at ``127.0.0.1:9`` where nothing listens and error
   reporting off. A test that wants other values sets them with ``monkeypatch``
   (``tests/wandb_offline.offline_env`` does), which restores these afterwards.
+- The stop signals (SIGINT, SIGTERM, SIGHUP) have their usual actions in the test process,
+  whatever started it: a suite run as a background job of a script (``bash .ci/run &``, a
+  CI runner without job control) inherits SIGINT ignored, which every process a test starts
+  would inherit in turn, and the Ctrl-C tests would time out (:func:`_usual_stop_signals`).
+  No test may leave one ignored or blocked either (:func:`_stop_signals_left_as_found`): the
+  state is put back after each test, and a test that changed it fails naming what it left.
 - A test that takes a container stack's fixture (``container_image``, ``docker_host``) is
   marked ``pyxis`` or ``docker`` (``tests/container_stack.py``).
 """
@@ -21,6 +27,8 @@ from __future__ import annotations
 
 import ast
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +51,40 @@ def _no_wandb_network() -> Iterator[None]:
         yield
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _usual_stop_signals() -> None:
+    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP end the process, none is blocked:
+    what an interactive shell gives a command, which the signal tests expect."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _STOP_SIGNALS:
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_left_as_found() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    yield
+    ignored = [sig.name for sig in _STOP_SIGNALS
+               if signal.getsignal(sig) is signal.SIG_IGN and handlers[sig] is not signal.SIG_IGN]
+    left = signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the mask the test left; put back
+    blocked = [sig.name for sig in _STOP_SIGNALS if sig in left and sig not in mask]
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    if ignored or blocked:
+        left_as = [f"{', '.join(names)} {how}" for names, how in ((ignored, "ignored"), (blocked, "blocked")) if names]
+        pytest.fail(f"the test left {' and '.join(left_as)} in the test process (put back now): "
+                    "the processes later tests start would inherit it")
+
+
 def _ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
@@ -53,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in container_stack.marker_descriptions():
         config.addinivalue_line("markers", line)
     _ROOT[:] = [config.rootpath]
+    _usual_stop_signals()  # in each xdist worker too: each runs this hook
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

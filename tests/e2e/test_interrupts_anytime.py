@@ -102,8 +102,11 @@ def signal_cli_at_mark(proc: subprocess.Popen[str], mark: Path, sig: int, timeou
 
 
 def our_jobs() -> set[str]:
-    out = subprocess.run(["squeue", "-h", "-n", JOB_NAME, "-o", "%i"], capture_output=True, text=True).stdout
-    return set(out.split())
+    """Our jobs still in the queue that are not on their way out: a job just cancelled is
+    shown COMPLETING while its node tears it down (sacct already says CANCELLED)."""
+    out = subprocess.run(["squeue", "-h", "-n", JOB_NAME, "-o", "%i %T"], capture_output=True, text=True).stdout
+    return {job for job, state in (line.split() for line in out.splitlines() if line.strip())
+            if state not in ("COMPLETING", "CANCELLED", "COMPLETED", "FAILED", "TIMEOUT")}
 
 
 def running(path: Path) -> list[str]:
