@@ -481,7 +481,7 @@ SECTION_MODELS: dict[str, type[BaseModel]] = {
 # Documented defaults of profile keys that have one (applied by EnvProfile.get,
 # never written into EnvProfile.values, so "set" and "default" stay distinct).
 PROFILE_DEFAULTS: dict[str, object] = {
-    "executor": "local",
+    "executor": DEFAULT_EXECUTOR,
     "check_uncommitted": True,
     "include_submodules": True,
     "tunnel": "local",
