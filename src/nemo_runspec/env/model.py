@@ -2,8 +2,11 @@
 
 This module imports pydantic, so :mod:`nemo_runspec.env` imports it only inside
 the functions that validate (``import nemo_runspec.env`` must stay cheap for
-``nemotron --help``). The models are the single source of truth for the known
-keys: :data:`nemo_runspec.env.PROFILE_KEYS` is derived from them.
+``nemotron --help``). The profile model is :class:`SharedProfileModel` (the keys every
+executor reads, and Slurm's and local's) with the keys each backend declares as its own
+(its class's ``profile.keys``, read through the registry): :data:`EnvProfileModel` for the
+built-ins, :func:`profile_model` with a plug-in's. :data:`nemo_runspec.env.PROFILE_KEYS` is
+derived from it.
 
 Validation is strict (no "4" -> 4 coercion): a wrong type is reported, not converted.
 pydantic's errors become one-line :class:`~nemo_runspec.errors.EnvFileError` objects
@@ -16,15 +19,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    create_model,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
 from nemo_runspec.env import executor_keys
@@ -401,6 +396,8 @@ the built-ins' in the registry's order."""
 def _with_keys(base: type[SharedProfileModel], names: list[str]) -> type[SharedProfileModel]:
     """``base`` with the keys the backends ``names`` declare that it does not have yet, in
     their order (a key two backends read is declared by both alike; the first is kept)."""
+    from pydantic import create_model
+
     fields: dict[str, tuple[object, Any]] = {}
     for name in names:
         for key, spec in declared(name).keys.items():
