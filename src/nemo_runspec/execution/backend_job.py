@@ -4,7 +4,7 @@
 executor (:mod:`nemo_runspec.execution.backends`), the job files (``job.yaml``,
 ``train.yaml``, ``nemotron-job.sh``) and the secrets. :func:`show` is the dry
 run (the executor's fields, secrets redacted, and the job script);
-:func:`nemo_runspec.execution.backend_run.submit` writes the job dir (:func:`write_job_dir`)
+its backend's ``submit`` writes the job dir (:func:`write_job_dir`)
 and starts the job:
 
 - **docker**: through nemo-run's own Docker scheduler objects (``DockerExecutor``,
