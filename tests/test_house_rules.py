@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 LIBRARY = SRC / "nemo_runspec"
 
-ANY_PER_1000_CEILING = 2.79  # the target (at most 3) is reached; type what crosses a function instead of Any
+ANY_PER_1000_CEILING = 2.71  # the target (at most 3) is reached; type what crosses a function instead of Any
 LOOSE_MODULES_CEILING = 9  # the target (at most 12) is reached; a new loose module goes into the folder of its layer
 #: every module over 500 lines (the target, none, is reached); a new one fails, one that shrinks must leave the list
 LONG_MODULES: set[str] = set()

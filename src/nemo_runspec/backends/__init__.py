@@ -5,10 +5,19 @@ module                         holds
 =============================  ==============================================
 ``backends.base``              the :class:`Backend` protocol, :class:`DryRun`
 ``env.registry``               the names: built-ins and the entry-point group
+``env.keys``                   what a backend declares of env.toml (``profile``)
 ``backends.local``             ``executor = "local"`` (and no profile)
-``backends.slurm``             ``executor = "slurm"``
-``backends.platform``          docker, skypilot, dgxcloud, lepton
+``backends.slurm``             ``executor = "slurm"`` (its machinery: ``slurm/``)
+``backends.docker``            ``executor = "docker"``
+``backends.skypilot``          ``executor = "skypilot"``
+``backends.dgxcloud``          ``executor = "dgxcloud"``
+``backends.lepton``            ``executor = "lepton"``
+``backends.platform``          what the last four share (nemo-run's other executors)
 =============================  ==============================================
+
+Each class declares, once, all that is its own (its name, its env.toml keys and rules, its
+nemo-run executor, what it can do); shared code reads the declarations and never compares
+executor names (``tests/test_executor_names.py``).
 
 Adding one: docs/dev/architecture.md, "Adding a backend".
 """

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from nemo_runspec.env.registry import backend_class
 
 if TYPE_CHECKING:
+    from nemo_runspec.env.keys import ProfileKeys
     from nemo_runspec.job.compiled import CompiledJob
 
 
@@ -45,9 +46,12 @@ class Backend(Protocol[P]):
     A class implementing it is registered by its :attr:`name`: built in
     (:data:`nemo_runspec.env.registry.BUILTIN`) or through the entry-point group
     ``nemo_runspec.backends`` of an installed distribution (docs/dev/architecture.md).
-    Pipelines (``nano3 pipe``) and ``-m`` sweeps still drive the built-ins' own code: a
-    plug-in sets :attr:`chains`, :attr:`waits_for_jobs` and :attr:`sweeps` to False (its
-    pipes and sweeps are then refused in one line).
+    Its class declares, once, all that differs between executors; shared code reads these
+    declarations and never compares executor names (``tests/test_executor_names.py``).
+    Pipelines (``nano3 pipe``), ``-m`` sweeps and composing into a caller's Experiment still
+    drive the built-ins' own code: a plug-in sets :attr:`chains`, :attr:`waits_for_jobs`,
+    :attr:`sweeps` and :attr:`composes` to False (they are then refused in one line).
+    The module stays cheap to import: standard library (and the layers below) only.
     """
 
     #: what ``executor = NAME`` in env.toml says
@@ -58,6 +62,22 @@ class Backend(Protocol[P]):
     waits_for_jobs: ClassVar[bool]
     #: runs the points of a ``-m`` sweep (here, or as one array)
     sweeps: ClassVar[bool]
+    #: its job can be added to a caller's ``nemo_run.Experiment`` (``execute(run, experiment=)``)
+    composes: ClassVar[bool]
+    #: the job is a process tree of this CLI, on this machine (no submission)
+    runs_here: ClassVar[bool]
+    #: a profile without ``container_image`` runs on the nodes' own Python (bare metal)
+    bare_metal: ClassVar[bool]
+    #: nemo-run's executor class its jobs are built on (``module:Class``); None: none
+    nemo_run_executor: ClassVar[str | None]
+    #: what it reads of an env.toml profile: its keys, required keys, rules
+    profile: ClassVar[ProfileKeys]
+
+    @classmethod
+    def shares_filesystem(cls, values: Mapping[str, Any]) -> bool:
+        """Whether a job of the merged profile ``values`` sees this machine's filesystem
+        (where ``${art:...}`` roots and job dirs written here can be read by the job)."""
+        ...
 
     def prepare(self, job: CompiledJob, *, dependencies: Sequence[str] = ()) -> P:
         """Build what showing or starting ``job`` needs (packaging included); nothing is

@@ -56,6 +56,7 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
     A dry run adds nothing: it shows the job (and the exact sbatch script) like
     ``--dry-run`` and returns None.
     """
+    from nemo_runspec.env.registry import backend_class
     from nemo_runspec.execution.settings import job_slug
 
     _check_experiment(experiment)
@@ -67,7 +68,7 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
             show_dry_run(job)
             return None
         return _add_local(job, experiment, task_name, dependencies)
-    if job.executor != "slurm":
+    if not backend_class(job.executor).composes:
         raise ExecutionError(
             f"executor = {job.executor!r} jobs are not added to a caller's Experiment by this version",
             key="executor", hint="run them with execute(run) (or --run/--batch); compose Slurm or local jobs")

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nemo_runspec.backends.base import DryRun
+from nemo_runspec.env.keys import ProfileKeys
 
 if TYPE_CHECKING:
     from nemo_runspec.job.compiled import CompiledJob
@@ -19,6 +20,19 @@ class LocalBackend:
     chains: ClassVar[bool] = True
     waits_for_jobs: ClassVar[bool] = False
     sweeps: ClassVar[bool] = True
+    composes: ClassVar[bool] = True
+    runs_here: ClassVar[bool] = True
+    bare_metal: ClassVar[bool] = False
+    nemo_run_executor: ClassVar[str | None] = "nemo_run.core.execution.local:LocalExecutor"
+    #: its own keys are typed by the shared profile model; a profile without ``executor`` runs
+    #: here and may hold Slurm keys (lenient)
+    profile: ClassVar[ProfileKeys] = ProfileKeys(reads=("ray_port_base", "ray_timeout", "local_nproc"),
+                                                 lenient=True)
+
+    @classmethod
+    def shares_filesystem(cls, values: Mapping[str, Any]) -> bool:
+        """It runs here."""
+        return True
 
     def prepare(self, job: CompiledJob, *, dependencies: Sequence[str] = ()) -> None:
         """Nothing: a local run builds its command when it starts."""

@@ -2,8 +2,11 @@
 
 This module imports pydantic, so :mod:`nemo_runspec.env` imports it only inside
 the functions that validate (``import nemo_runspec.env`` must stay cheap for
-``nemotron --help``). The models are the single source of truth for the known
-keys: :data:`nemo_runspec.env.PROFILE_KEYS` is derived from them.
+``nemotron --help``). The profile model is :class:`SharedProfileModel` (the keys every
+executor reads, and Slurm's and local's) with the keys each backend declares as its own
+(its class's ``profile.keys``, read through the registry): :data:`EnvProfileModel` for the
+built-ins, :func:`profile_model` with a plug-in's. :data:`nemo_runspec.env.PROFILE_KEYS` is
+derived from it.
 
 Validation is strict (no "4" -> 4 coercion): a wrong type is reported, not converted.
 pydantic's errors become one-line :class:`~nemo_runspec.errors.EnvFileError` objects
@@ -12,24 +15,32 @@ pydantic's errors become one-line :class:`~nemo_runspec.errors.EnvFileError` obj
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from nemo_runspec import script_values
 from nemo_runspec.env import executor_keys
-from nemo_runspec.env.executor_keys import DgxPvc, executor_problem, ssh_job_dir_problem
+from nemo_runspec.env.executor_keys import executor_problem, ssh_job_dir_problem
 from nemo_runspec.env.packager_keys import (
+    PACKAGERS,
     PROFILE_KEY_USERS,
     SUB_KEY_USERS,
+    SUB_PACKAGERS,
     unused_keys,
     unused_message,
 )
 from nemo_runspec.env.profiling import ProfilingModel
+from nemo_runspec.env.registry import BUILTIN, DEFAULT_EXECUTOR, declared, is_backend
 
-PackagerName = Literal["git", "pattern", "hybrid", "none", "self_contained", "code"]
-SubPackagerName = Literal["git", "pattern", "code", "self_contained"]
+if TYPE_CHECKING:
+    from nemo_runspec.env.keys import Key
+
+#: the packager names (declared once: nemo_runspec.env.packager_keys)
+PackagerName = Literal[PACKAGERS]  # type: ignore[valid-type]
+SubPackagerName = Literal[SUB_PACKAGERS]  # type: ignore[valid-type]
 
 # Slurm --time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 _SLURM_TIME = re.compile(
@@ -126,8 +137,10 @@ class ResilienceModel(BaseModel):
     max_excluded_nodes: int = Field(default=2, ge=0, le=1000)
 
 
-class EnvProfileModel(BaseModel):
-    """Every key an env.toml execution profile may set.
+class SharedProfileModel(BaseModel):
+    """The keys of an env.toml execution profile that the profile model types itself: those
+    every executor reads, and the Slurm and local backends' (which they list in their
+    ``profile.reads``). :data:`EnvProfileModel` adds the keys the other backends declare.
 
     Defaults are ``None`` (meaning "not set"); the documented defaults that
     apply when a key is not set are in :data:`PROFILE_DEFAULTS`.
@@ -158,7 +171,7 @@ class EnvProfileModel(BaseModel):
     gres: str | None = None
     # container and environment
     container_image: str | None = None
-    #: "src:dst[:flags]" strings; tables for executor = "lepton" (env.executor_keys.LeptonMount)
+    #: "src:dst[:flags]" strings; tables for a backend whose ``profile.mount_tables`` says so (lepton)
     mounts: list[str | dict[str, str]] | None = None
     #: ``${auto_mount:git+URL@REF,/target}`` entries of ``mounts``, as read by env.reference
     git_mounts: list[dict[str, str]] | None = None
@@ -208,69 +221,6 @@ class EnvProfileModel(BaseModel):
     # command using it a dry run; detach = true makes --run submit detached, as --batch does
     dry_run: bool | None = None
     detach: bool | None = None
-    # nemo-run's other executors (env.executor_keys says which executor reads which key;
-    # execution.executors maps them onto the executor classes)
-    runtime: str | None = None
-    ipc_mode: str | None = None
-    shm_size: str | None = None
-    ulimits: list[str] | None = None
-    privileged: bool | None = None
-    network: str | None = None
-    num_gpus: int | None = Field(default=None, ge=-1)
-    cloud: str | list[str] | None = None
-    region: str | list[str] | None = None
-    zone: str | list[str] | None = None
-    infra: str | None = None
-    gpus: str | list[str] | None = None
-    cpus: int | float | None = Field(default=None, gt=0)
-    memory: int | float | None = Field(default=None, gt=0)
-    instance_type: str | list[str] | None = None
-    use_spot: bool | None = None
-    disk_size: int | None = Field(default=None, ge=1)
-    disk_tier: str | None = None
-    ports: list[str] | None = None
-    network_tier: str | None = None
-    cluster_name: str | None = None
-    autodown: bool | None = None
-    idle_minutes_to_autostop: int | None = Field(default=None, ge=0)
-    retry_until_up: bool | None = None
-    file_mounts: dict[str, str] | None = None
-    base_url: str | None = None
-    kube_apiserver_url: str | None = None
-    client_id: str | None = None
-    client_secret: str | None = None
-    project_name: str | None = None
-    pvc_nemo_run_dir: str | None = None
-    pvcs: list[DgxPvc] | None = None
-    distributed_framework: str | None = None
-    launched_from_cluster: bool | None = None
-    custom_spec: dict[str, Any] | None = None
-    resource_shape: str | None = None
-    node_group: str | None = None
-    node_reservation: str | None = None
-    nemo_run_dir: str | None = None
-    shared_memory_size: int | None = Field(default=None, ge=1)
-    image_pull_secrets: list[str] | None = None
-    secret_vars: dict[str, str] | None = None
-    can_be_preempted: bool | None = None
-    can_preempt: bool | None = None
-    queue_priority: str | None = None
-
-    @field_validator("shm_size")
-    @classmethod
-    def _shm_size(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[0-9]+[bkmgBKMG]?", v):
-            raise ValueError(f"{v!r} is not a size (a number with an optional b, k, m or g: \"16g\")")
-        return v
-
-    @field_validator("ulimits")
-    @classmethod
-    def _ulimits(cls, v: list[str] | None) -> list[str] | None:
-        for i, item in enumerate(v or ()):
-            if not re.fullmatch(r"[a-z_]+:-?[0-9]+(:-?[0-9]+)?", item):
-                raise ValueError(f"entry {i} {item!r} must look like NAME:SOFT or NAME:SOFT:HARD "
-                                 "(\"nofile:65536:65536\", as nemo-run reads it)")
-        return v
 
     @field_validator("time")
     @classmethod
@@ -302,7 +252,7 @@ class EnvProfileModel(BaseModel):
     @classmethod
     def _mounts(cls, v: list[str | dict[str, str]] | None) -> list[str | dict[str, str]] | None:
         for i, m in enumerate(v or ()):
-            if not isinstance(m, str):  # a Lepton mount table (checked by its model)
+            if not isinstance(m, str):  # a mount table (checked by its backend's profile.problem)
                 continue
             if not _MOUNT.match(m):
                 raise ValueError(f"entry {i} {m!r} must look like src:dst or src:dst:flags")
@@ -386,7 +336,7 @@ class EnvProfileModel(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _cross_field(self, info: ValidationInfo) -> EnvProfileModel:
+    def _cross_field(self, info: ValidationInfo) -> SharedProfileModel:
         # Cross-field rules only apply to the fully merged profile: a parent
         # may leave `host` to its children.
         if not (info.context or {}).get("complete", False):
@@ -420,10 +370,56 @@ class EnvProfileModel(BaseModel):
             values = {k: getattr(self, k) for k in PROFILE_KEY_USERS}
             for key in unused_keys(self.packager, values):
                 raise ValueError(unused_message(key, values[key], self.packager))
-        problem = executor_problem(self.executor or "local", self.__dict__)
+        problem = executor_problem(self.executor or DEFAULT_EXECUTOR, self.__dict__)
         if problem:
             raise ValueError(problem)
         return self
+
+
+def _field(key: Key) -> tuple[object, Any]:
+    """A backend's declared key as a field of the profile model: unset by default."""
+    from pydantic import AfterValidator
+
+    annotation = key.build() if key.build is not None else key.type
+    typed: object = annotation | None  # type: ignore[operator]
+    if key.check is not None:
+        check = key.check
+        typed = Annotated[typed, AfterValidator(lambda v: v if v is None else check(v))]
+    return typed, Field(default=None, ge=key.ge, gt=key.gt, le=key.le)
+
+
+_DOC = """Every key an env.toml execution profile may set: the shared ones
+(:class:`SharedProfileModel`) and those the backends declare (their class's ``profile.keys``),
+the built-ins' in the registry's order."""
+
+
+def _with_keys(base: type[SharedProfileModel], names: list[str]) -> type[SharedProfileModel]:
+    """``base`` with the keys the backends ``names`` declare that it does not have yet, in
+    their order (a key two backends read is declared by both alike; the first is kept)."""
+    from pydantic import create_model
+
+    fields: dict[str, tuple[object, Any]] = {}
+    for name in names:
+        for key, spec in declared(name).keys.items():
+            if key not in base.model_fields and key not in fields:
+                fields[key] = _field(spec)
+    if not fields:
+        return base
+    return create_model("EnvProfileModel", __base__=base, __module__=__name__, __doc__=_DOC,  # type: ignore[call-overload]
+                        **fields)
+
+
+#: every key an env.toml execution profile may set (the built-in backends' included)
+EnvProfileModel: type[SharedProfileModel] = _with_keys(SharedProfileModel, list(BUILTIN))
+
+
+@functools.cache
+def profile_model(executor: str | None = None) -> type[SharedProfileModel]:
+    """The model a profile naming ``executor`` is validated with: :data:`EnvProfileModel`, with
+    an installed plug-in's own keys when ``executor`` names one."""
+    if executor is None or executor in BUILTIN or not is_backend(executor):
+        return EnvProfileModel
+    return _with_keys(EnvProfileModel, [executor])
 
 
 class WandbSection(BaseModel):
@@ -482,7 +478,7 @@ SECTION_MODELS: dict[str, type[BaseModel]] = {
 # Documented defaults of profile keys that have one (applied by EnvProfile.get,
 # never written into EnvProfile.values, so "set" and "default" stay distinct).
 PROFILE_DEFAULTS: dict[str, object] = {
-    "executor": "local",
+    "executor": DEFAULT_EXECUTOR,
     "check_uncommitted": True,
     "include_submodules": True,
     "tunnel": "local",

@@ -1,5 +1,8 @@
-"""Which profile keys each packager reads (the one table; env.toml validation and
-:mod:`nemo_runspec.packaging.select` both use it).
+"""The packager names and which profile keys each packager reads (declared once here;
+env.toml validation and :mod:`nemo_runspec.packaging.select` both read them).
+
+The names sit here, in ``env``, because env.toml validation (the lowest layer that needs
+them) must not import ``packaging``, which imports ``env``.
 
 A key that the chosen packager does not read is an error rather than ignored:
 ``packager_relative_path`` with ``packager = "git"`` would otherwise look like
@@ -9,6 +12,11 @@ it did something.
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+#: ``packager = NAME``: every packager, in the order messages list them
+PACKAGERS: tuple[str, ...] = ("git", "pattern", "hybrid", "none", "self_contained", "code")
+#: ``[PROFILE.packagers.NAME] packager = NAME``: the packagers a hybrid one is made of
+SUB_PACKAGERS: tuple[str, ...] = ("git", "pattern", "code", "self_contained")
 
 #: profile key -> the packagers that read it
 PROFILE_KEY_USERS: Mapping[str, tuple[str, ...]] = {

@@ -9,11 +9,15 @@ distribution registers under the entry-point group :data:`ENTRY_POINT_GROUP`::
 The entry point's name is the executor name and must equal the class's ``name``. Entry points
 are read only for a name that is not built in (once per process), so a profile naming a
 built-in never scans the installed distributions; a plug-in named like a built-in is never
-used. env.toml validation reads the names here (:func:`is_backend`, :data:`LENIENT`).
+used. env.toml validation reads the names here (:func:`is_backend`) and each backend's
+declared keys through :func:`declared`; shared code asks a backend's class what differs
+between executors (:func:`backend_class`), never compares names.
 
 It sits in ``env`` because env.toml validation, the lowest layer that needs the names, must
-not import the backends (they import the layers above it); :mod:`nemo_runspec.backends`
-hands these names on. Standard library only (``nemotron --help`` must stay cheap).
+not import the backends (they import the layers above it): a backend class is loaded by its
+``module:Class`` string, and the backend modules import only the standard library and the
+layers below at import. :mod:`nemo_runspec.backends` hands these names on. Standard library
+only (``nemotron --help`` must stay cheap).
 """
 
 from __future__ import annotations
@@ -28,22 +32,22 @@ from nemo_runspec.errors import ConfigError
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
+    from nemo_runspec.env.keys import ProfileKeys
+
 ENTRY_POINT_GROUP = "nemo_runspec.backends"
 
 #: executor name -> "module:Class", in the order messages list them
 BUILTIN: Mapping[str, str] = {
     "local": "nemo_runspec.backends.local:LocalBackend",
     "slurm": "nemo_runspec.backends.slurm:SlurmBackend",
-    "docker": "nemo_runspec.backends.platform:DockerBackend",
-    "skypilot": "nemo_runspec.backends.platform:SkypilotBackend",
-    "dgxcloud": "nemo_runspec.backends.platform:DgxCloudBackend",
-    "lepton": "nemo_runspec.backends.platform:LeptonBackend",
+    "docker": "nemo_runspec.backends.docker:DockerBackend",
+    "skypilot": "nemo_runspec.backends.skypilot:SkypilotBackend",
+    "dgxcloud": "nemo_runspec.backends.dgxcloud:DgxCloudBackend",
+    "lepton": "nemo_runspec.backends.lepton:LeptonBackend",
 }
 
-#: backends whose profiles may keep the keys of the other lenient ones quietly (a profile
-#: without ``executor`` runs here and may hold Slurm keys); every other backend refuses a key
-#: it does not read (env.executor_keys)
-LENIENT: tuple[str, ...] = ("local", "slurm")
+#: the executor of a profile without ``executor`` (and of no profile): this machine
+DEFAULT_EXECUTOR = "local"
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -89,6 +93,11 @@ def backend_class(name: str) -> type:
         raise ConfigError(f"executor = {name!r}: {where} gives a backend named {getattr(cls, 'name', None)!r}",
                           key="executor", hint="the entry point's name must be the backend's name")
     return cls
+
+
+def declared(name: str) -> ProfileKeys:
+    """What executor ``name``'s backend reads of env.toml (its class's ``profile``)."""
+    return backend_class(name).profile
 
 
 @functools.cache

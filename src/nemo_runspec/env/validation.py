@@ -274,7 +274,7 @@ def validate_layer(
     """Validate one profile table as written. ``renamed`` maps our key to the
     reference spelling the table used (``container_image`` -> ``container``):
     errors then name and locate the user's own key."""
-    from nemo_runspec.env.model import EnvProfileModel
+    from nemo_runspec.env.model import profile_model
 
     renamed = dict(renamed or {})
     where = where_in(ef, profile)
@@ -285,7 +285,7 @@ def validate_layer(
         return where(keypath)
 
     try:
-        validate(layer, EnvProfileModel, f"[{profile}]", locate)
+        validate(layer, profile_model(_chain_executor(layer, ef, profile)), f"[{profile}]", locate)
     except EnvFileError as exc:
         raise rename_in_error(exc, renamed) from None
 
@@ -295,7 +295,7 @@ def validate_complete(
 ) -> None:
     """Validate profile ``name`` after its ``extends`` chain is merged; errors point at the
     file and line each key came from (``sources``)."""
-    from nemo_runspec.env.model import EnvProfileModel
+    from nemo_runspec.env.model import profile_model
 
     def locate(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
         src = sources.get(".".join(keypath))
@@ -303,7 +303,7 @@ def validate_complete(
             return str(ef.path), ef.line_of(name)
         return src.path, src.line
 
-    validate(merged, EnvProfileModel, f"[{name}]", locate, complete=True)
+    validate(merged, profile_model(_executor(merged)), f"[{name}]", locate, complete=True)
 
 
 def validate_run_env(env: Mapping[str, Any], sources: Mapping[str, str]) -> None:
@@ -314,7 +314,7 @@ def validate_run_env(env: Mapping[str, Any], sources: Mapping[str, str]) -> None
     env.toml gets (types, ranges, Slurm time format, unknown keys). ``sources``
     maps keys to where they came from, which the error names.
     """
-    from nemo_runspec.env.model import EnvProfileModel
+    from nemo_runspec.env.model import profile_model
 
     def locate(keypath: tuple[str, ...]) -> tuple[str | None, int | None]:
         for n in range(len(keypath), 0, -1):
@@ -323,14 +323,34 @@ def validate_run_env(env: Mapping[str, Any], sources: Mapping[str, str]) -> None
                 return label, None
         return None, None
 
-    validate(dict(env), EnvProfileModel, "run.env", locate, complete=True)
+    validate(dict(env), profile_model(_executor(env)), "run.env", locate, complete=True)
 
 
 def validate_mapping(values: Mapping[str, Any], table: str) -> None:
     """Validate a whole profile given in Python (not read from a file): errors name ``table``."""
-    from nemo_runspec.env.model import EnvProfileModel
+    from nemo_runspec.env.model import profile_model
 
-    validate(dict(values), EnvProfileModel, table, lambda _keypath: (None, None), complete=True)
+    validate(dict(values), profile_model(_executor(values)), table, lambda _keypath: (None, None), complete=True)
+
+
+def _executor(values: Mapping[str, Any]) -> str | None:
+    """The executor ``values`` names (a string), which picks the model (a plug-in's keys)."""
+    executor = values.get("executor")
+    return executor if isinstance(executor, str) else None
+
+
+def _chain_executor(layer: Mapping[str, Any], ef: EnvFile, profile: str) -> str | None:
+    """The executor a profile table runs on: its own ``executor``, else the nearest one up its
+    ``extends`` chain as written (a child of a plug-in's profile may set the plug-in's keys)."""
+    seen: set[str] = {profile}
+    table: Mapping[str, Any] = layer
+    while _executor(table) is None:
+        parent = table.get("extends")
+        if not isinstance(parent, str) or parent in seen or not isinstance(ef.profiles.get(parent), Mapping):
+            return None
+        seen.add(parent)
+        table = ef.profiles[parent]
+    return _executor(table)
 
 
 def rename_in_error(exc: EnvFileError, renamed: Mapping[str, str]) -> EnvFileError:

@@ -8,9 +8,11 @@ profile table, merged profile and ``run.env``:
   name over 255 bytes makes the job fail on the node before it writes any log;
 - an ``env_vars`` value uses only the ``$`` forms of the one rule
   (:mod:`nemo_runspec.dollar`);
-- a Slurm profile's ``job_dir``, when it is the cluster's job dir (the local
-  tunnel, or SSH without ``remote_job_dir``), is a path the batch script can carry
-  (:func:`nemo_runspec.script_values.check_cluster_dir`); a local run's may be any path.
+- then, in a complete profile, the executor's own rule on values (its backend's
+  ``profile.value_problem``): a Slurm profile's ``job_dir``, when it is the cluster's job
+  dir (the local tunnel, or SSH without ``remote_job_dir``), is a path the batch script
+  can carry (:func:`nemo_runspec.script_values.check_cluster_dir`); a local run's may be
+  any path.
 """
 
 from __future__ import annotations
@@ -45,13 +47,11 @@ def check_values(data: Mapping[str, Any], section: str, locate: Locate, *, compl
         why = env_value_problem(value) if isinstance(value, str) else None
         if why is not None:
             raise fail(("env_vars", str(name)), why, f"{LITERAL_DOLLAR_HINT}, or compute the value in startup_commands")
-    job_dir = data.get("job_dir")
-    if complete and data.get("executor") == "slurm" and isinstance(job_dir, str) and job_dir and (
-            (data.get("tunnel") or "local") == "local" or not data.get("remote_job_dir")):
-        from nemo_runspec.errors import LocalPathError
-        from nemo_runspec.script_values import check_cluster_dir
+    executor = data.get("executor")
+    if complete and isinstance(executor, str):
+        from nemo_runspec.env.registry import declared
 
-        try:
-            check_cluster_dir(job_dir, from_profile=True)
-        except LocalPathError as exc:
-            raise fail(("job_dir",), exc.problem, exc.hint) from None
+        rule = declared(executor).value_problem
+        found = rule(data) if rule is not None else None
+        if found is not None:
+            raise fail((found.key,), found.problem, found.hint)

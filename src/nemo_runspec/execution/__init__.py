@@ -10,7 +10,7 @@ module                     holds
 ``execution.tunnels``      local and SSH tunnels, the job base dir
 ``execution.secret_file``  the 0600 secrets file and the line that sources it
 ``execution.ray``          our Ray-on-Slurm template and its knobs
-``execution.backends``     profile keys -> Docker/SkyPilot/DGX Cloud/Lepton executors
+``execution.backends``     their backends' declarations -> nemo-run's other executors
 ``execution.backend_job``  a job prepared for one of those, its dry run
 ``execution.backend_run``  :func:`run_job`: start it (``docker_job``: Docker)
 ``git_mounts``             :func:`clone_git_repos_via_tunnel` (re-exported here,

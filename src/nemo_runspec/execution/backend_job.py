@@ -4,7 +4,7 @@
 executor (:mod:`nemo_runspec.execution.backends`), the job files (``job.yaml``,
 ``train.yaml``, ``nemotron-job.sh``) and the secrets. :func:`show` is the dry
 run (the executor's fields, secrets redacted, and the job script);
-:func:`nemo_runspec.execution.backend_run.submit` writes the job dir (:func:`write_job_dir`)
+its backend's ``submit`` writes the job dir (:func:`write_job_dir`)
 and starts the job:
 
 - **docker**: through nemo-run's own Docker scheduler objects (``DockerExecutor``,
@@ -56,13 +56,6 @@ TASK_SCRIPT = "nemotron-job.sh"
 TRAIN_YAML = f"{SEEN}/train.yaml"
 RDZV_PORT = 29500
 
-#: (head node address, node rank) of a multi-node torchrun, as each platform exports them
-_RENDEZVOUS = {
-    "skypilot": ('$(echo "$SKYPILOT_NODE_IPS" | head -n1)', "$SKYPILOT_NODE_RANK"),
-    "dgxcloud": ("$MASTER_ADDR", "$RANK"),  # Kubeflow PyTorchJob
-    "lepton": ("$MASTER_ADDR", "$NODE_RANK"),  # leptonai's lepton_env_to_pytorch.sh
-}
-
 
 @dataclass
 class BackendJob:
@@ -96,13 +89,14 @@ class BackendJob:
 def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | None = None) -> BackendJob:
     """Build the executor, job script and secrets of ``job`` (see the module docstring)."""
     from nemo_runspec.env.resources import torchrun_processes
-    from nemo_runspec.execution.backends import build_executor, executor_fields
+    from nemo_runspec.execution.backends import build_executor, executor_fields, platform
     from nemo_runspec.execution.env_vars import code_env, split_env_vars
     from nemo_runspec.execution.settings import container_image, job_slug, resolve_resources
     from nemo_runspec.execution.tunnels import default_base_dir
     from nemo_runspec.secrets import find_secret_values, secret_arguments
 
     kind = job.executor
+    declared = platform(kind)
     values = dict(job.run_env)
     plain, secrets = split_env_vars(job.job_config, job.run_env, runspec=job.runspec,
                                     wandb_section=job.sections.get("wandb"), registry=job.registry)
@@ -113,7 +107,7 @@ def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | N
                              "command line", hint="give it to the job as an env var in the profile's env_vars")
     refused: str | None = None
     try:
-        secrets = _deliverable_secrets(kind, secrets, values)
+        secrets = declared.deliverable_secrets(secrets, values)
     except ExecutionError as exc:
         if not job.dry_run:
             raise
@@ -121,9 +115,9 @@ def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | N
         refused = str(exc)
     nodes, gpus = resolve_resources(values, job.runspec)
     launch = job.launch
-    if kind == "docker" and nodes > 1:
-        raise ExecutionError(f"executor = 'docker' runs one container on this machine; nodes = {nodes}",
-                             key="nodes", hint="set nodes = 1, or use a Slurm, SkyPilot, DGX Cloud or Lepton profile")
+    refusal = declared.nodes_problem(nodes)
+    if refusal is not None:
+        raise ExecutionError(refusal[0], key="nodes", hint=refusal[1])
     if launch == "ray" and nodes > 1:
         raise ExecutionError(f"a Ray recipe over {nodes} nodes runs on Slurm here (our Ray template); "
                              f"executor = {kind!r} starts it on one node", key="nodes", hint="set nodes = 1")
@@ -140,8 +134,8 @@ def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | N
     name = job_slug(job.name)
     files = dict(job.files())
     script = (plan.script if plan is not None else None) or str(job.runspec.script_path)
-    files.update(job_script(job, kind=kind, script=script, nodes=nodes, nproc=nproc,
-                            has_secrets=bool(secrets) and refused is None,
+    files.update(job_script(job, kind=kind, rendezvous=declared.rendezvous, script=script, nodes=nodes,
+                            nproc=nproc, has_secrets=bool(secrets) and refused is None,
                             exports={k: v for k, v in plain.items() if "$" in str(v)}))
     return BackendJob(kind=kind, name=name, mode=job.mode, fields=fields, executor=executor, files=files,
                       secrets=secrets, base_dir=default_base_dir(values), exp_id=f"{name}_{time.time_ns()}",
@@ -149,29 +143,13 @@ def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | N
                       refused=refused)
 
 
-def _deliverable_secrets(kind: str, secrets: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
-    """The secrets that go into the job's 0600 file (see the module docstring for each executor)."""
-    if not secrets or kind in ("docker", "skypilot"):
-        return secrets
-    if kind == "lepton":
-        missing = sorted(set(secrets) - set(values.get("secret_vars") or {}))
-        if missing:
-            raise ExecutionError(
-                f"the job needs the secret(s) {', '.join(missing)}, which Lepton jobs take from the "
-                "workspace's secret store", key="secret_vars",
-                hint=f"store each in Lepton and name it: secret_vars = {{ {missing[0]} = \"<lepton secret name>\" }}")
-        return {}  # Lepton injects them (secret_vars)
-    raise ExecutionError(
-        f"the job needs the secret(s) {', '.join(sorted(secrets))}; executor = 'dgxcloud' would copy them "
-        "into a workload's command line (its data mover) or request", key="env_vars",
-        hint="provide them inside the image or on the PVC yourself, or use a Docker, SkyPilot, Lepton or Slurm profile")
-
-
-def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: int,
-               has_secrets: bool, exports: dict[str, str] | None = None) -> dict[str, str]:
+def job_script(job: CompiledJob, *, kind: str, rendezvous: tuple[str, str] | None, script: str, nodes: int,
+               nproc: int, has_secrets: bool, exports: dict[str, str] | None = None) -> dict[str, str]:
     """``nemotron-job.sh`` (and ``runspec_setup.sh`` for a runspec ``setup``): name -> text.
-    ``exports``: env vars whose ``$`` forms the job's shell expands (the executor hands
-    the others to the container as they are; nemo_runspec.dollar)."""
+    ``rendezvous``: (head node address, node rank) of a multi-node torchrun as the platform
+    exports them (its backend's declaration). ``exports``: env vars whose ``$`` forms the
+    job's shell expands (the executor hands the others to the container as they are;
+    nemo_runspec.dollar)."""
     from nemo_runspec.dollar import shell_word
     from nemo_runspec.execution import runspec_cmd as rc
     from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
@@ -182,7 +160,10 @@ def job_script(job: CompiledJob, *, kind: str, script: str, nodes: int, nproc: i
     values = {"script": script, "config": TRAIN_YAML, "args": args, "job_dir": SEEN}
     if job.launch == "torchrun":
         if nodes > 1:
-            head, rank = _RENDEZVOUS[kind]
+            if rendezvous is None:
+                raise ExecutionError(f"executor = {kind!r} runs one node; nodes = {nodes}", key="nodes",
+                                     hint="set nodes = 1")
+            head, rank = rendezvous
             where = (f'--nnodes {int(nodes)} --rdzv-backend c10d --rdzv-endpoint "{head}:{RDZV_PORT}" '
                      f'--node-rank "{rank}"')
         else:
@@ -225,11 +206,11 @@ def dry_run_parts(prepared: BackendJob) -> tuple[dict[str, str], tuple[str, ...]
     redacted), the job script and the secrets' names; and the warning lines (what submitting
     would refuse)."""
     from nemo_runspec.config.yaml_io import to_yaml
-    from nemo_runspec.execution.backends import CLASSES
+    from nemo_runspec.execution.backends import executor_class_name
     from nemo_runspec.secrets import redact, redact_text
 
     cls = type(prepared.executor).__name__ if prepared.executor is not None else \
-        f"{CLASSES[prepared.kind][1]}, not built here: its package is not installed"
+        f"{executor_class_name(prepared.kind)}, not built here: its package is not installed"
     fields = redact(prepared.fields, extra_values=prepared.profile_secrets)
     scripts = {f"nemo-run {cls} (fields)": to_yaml(fields)}
     for name, text in prepared.files.items():

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec.env.profile import partition_for
+from nemo_runspec.env.registry import DEFAULT_EXECUTOR, backend_class
 from nemo_runspec.env.resources import torchrun_processes
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.settings import (
@@ -46,6 +47,11 @@ if TYPE_CHECKING:
 
 DEFAULT_TIME = "04:00:00"
 DEFAULT_JOB_NAME_PREFIX = "nemotron-"
+#: the nemo-run executors built here, as the local and Slurm backends declare them
+#: (``nemo_run_executor``); any other is built from its backend's declared fields
+#: (:mod:`nemo_runspec.execution.backends`)
+LOCAL_EXECUTOR = "nemo_run.core.execution.local:LocalExecutor"
+SLURM_EXECUTOR = "nemo_run.core.execution.slurm:SlurmExecutor"
 
 
 def get_startup_commands(env: Mapping[str, object] | None) -> list[str]:
@@ -127,10 +133,10 @@ def create_executor(
     ntasks = int(values.get("ntasks_per_node") or 1)
     nproc = torchrun_processes(values, gpus)
     launcher = Torchrun() if launch == "torchrun" else None
-    executor_kind = values.get("executor") or "local"
+    backend = backend_class(str(values.get("executor") or DEFAULT_EXECUTOR))
     startup = list(startup_commands if startup_commands is not None else get_startup_commands(env))
 
-    if executor_kind == "local":
+    if backend.nemo_run_executor == LOCAL_EXECUTOR:
         from nemo_run.core.execution.local import LocalExecutor
 
         return LocalExecutor(
@@ -138,8 +144,8 @@ def create_executor(
             ntasks_per_node=int(nproc) if launch == "torchrun" else 1,
             env_vars=dict(env_vars),
         )
-    if executor_kind != "slurm":
-        return _other_executor(executor_kind, values, runspec=runspec, launch=launch, nodes=nodes,
+    if backend.nemo_run_executor != SLURM_EXECUTOR:
+        return _other_executor(backend.name, values, runspec=runspec, launch=launch, nodes=nodes,
                                gpus=gpus, nproc=int(nproc), env_vars=env_vars, packager=packager,
                                secret_file=secret_file)
 
@@ -206,7 +212,7 @@ def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Runspec | 
                     secret_file: str | None) -> Executor:
     """A Docker, SkyPilot, DGX Cloud or Lepton executor: the fields the CLI builds
     (:func:`nemo_runspec.execution.backends.executor_fields`), from the validated profile."""
-    from nemo_runspec.execution.backends import build_executor, executor_fields
+    from nemo_runspec.execution.backends import build_executor, executor_fields, platform
 
     if secret_file:
         raise ExecutionError(
@@ -214,9 +220,9 @@ def _other_executor(kind: str, values: Mapping[str, Any], *, runspec: Runspec | 
             key="executor",
             hint="run the job through the nemotron CLI (it delivers secrets for every executor), "
                  "or give the job its secrets yourself (Lepton: secret_vars in the profile)")
-    if kind == "docker" and nodes > 1:
-        raise ExecutionError(f"executor = 'docker' runs one container on this machine; nodes = {nodes}",
-                             key="nodes", hint="set nodes = 1")
+    refusal = platform(kind).nodes_problem(nodes)
+    if refusal is not None:
+        raise ExecutionError(refusal[0], key="nodes", hint="set nodes = 1")
     fields = executor_fields(kind, values, nodes=nodes, gpus=gpus,
                              nproc=nproc if launch == "torchrun" else 1,
                              image=container_image(values, runspec), env_vars=dict(env_vars))

@@ -75,17 +75,16 @@ def container_image(values: Mapping[str, object], runspec: Runspec | None) -> st
     return (runspec.image if runspec is not None else None) or None
 
 
-#: executors whose jobs run in a container image or, without one, bare metal
-IMAGE_EXECUTORS = ("slurm",)
-
-
 def container_choice(values: Mapping[str, Any], source: str | None = None, *, compiled: bool = False) -> str | None:
     """What a job of this profile runs in, in words: its image and where that came from, or
     bare metal. ``values`` is the profile (``container_image`` absent: each recipe's own
     image) or, with ``compiled``, a compiled job's ``run.env`` (whose ``source`` of
     ``container_image`` says ``runspec ...`` when the recipe's image filled it in, and which
-    has none when neither names one). None for other executors."""
-    if values.get("executor") not in IMAGE_EXECUTORS:
+    has none when neither names one). None for executors that run no image or need one (their
+    backend's ``bare_metal``)."""
+    from nemo_runspec.env.registry import DEFAULT_EXECUTOR, backend_class
+
+    if not backend_class(str(values.get("executor") or DEFAULT_EXECUTOR)).bare_metal:
         return None
     if "container_image" not in values:
         if compiled:

@@ -86,22 +86,28 @@ class CompiledJob:
 
     @property
     def executor(self) -> str:
-        """The executor named by the run environment: ``local`` (default) or ``slurm``."""
-        return str(self.run_env.get("executor") or "local")
+        """The executor named by the run environment (``local`` without one)."""
+        from nemo_runspec.env.registry import DEFAULT_EXECUTOR
+
+        return str(self.run_env.get("executor") or DEFAULT_EXECUTOR)
 
     @property
     def is_local(self) -> bool:
-        """True when the job runs on this machine (no profile, or ``executor = "local"``)."""
-        return self.executor == "local"
+        """True when the job runs on this machine, as a process tree of this CLI (no profile,
+        or ``executor = "local"``): its backend's ``runs_here``."""
+        from nemo_runspec.env.registry import backend_class
+
+        return bool(backend_class(self.executor).runs_here)
 
     @property
     def shares_this_machine(self) -> bool:
-        """True when the job sees this machine's filesystem: it runs here (``local``,
-        ``docker``) or on a Slurm cluster this machine is a login node of (``tunnel =
-        "local"``); False over an SSH tunnel or on a cloud executor."""
-        if self.executor == "slurm":
-            return self.run_env.get("tunnel") != "ssh"
-        return self.executor in ("local", "docker")
+        """True when the job sees this machine's filesystem, as its backend says
+        (``shares_filesystem``): it runs here (``local``, ``docker``) or on a Slurm cluster
+        this machine is a login node of (``tunnel = "local"``); False over an SSH tunnel or
+        on a cloud executor."""
+        from nemo_runspec.env.registry import backend_class
+
+        return bool(backend_class(self.executor).shares_filesystem(self.run_env))
 
     @property
     def launch(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nemo_runspec._suggest import did_you_mean
+from nemo_runspec.env.packager_keys import PACKAGERS, SUB_PACKAGERS
 from nemo_runspec.errors import PackagingError
 from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
     from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.spec.models import Runspec
 
-KINDS = ("git", "code", "self_contained", "pattern", "hybrid", "none")
-SUB_KINDS = ("git", "code", "self_contained", "pattern")
+#: the packager names (declared once: nemo_runspec.env.packager_keys)
+KINDS = PACKAGERS
+SUB_KINDS = SUB_PACKAGERS
 SUB_KEYS = ("packager", "subpath", "include_pattern", "relative_path", "check_uncommitted", "include_submodules")
 
 

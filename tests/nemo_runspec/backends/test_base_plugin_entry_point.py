@@ -70,6 +70,31 @@ def test_a_key_the_plugin_does_not_read_is_refused(tmp_path: Path) -> None:
     assert "partition = 'batch' is not used by executor = \"toy\" (read only by executor = 'slurm'" in lines[0]
 
 
+def test_the_plugins_own_key_is_accepted_in_its_profiles_and_typed_as_it_declares(tmp_path: Path) -> None:
+    # toy_nodes is declared by the toy's class only (Key(int, ge=1)); a child that extends a toy
+    # profile may set it too
+    env = _sandbox(tmp_path, TOY_PROFILE + "toy_nodes = 3\n\n[child]\nextends = \"play\"\ntoy_nodes = 4\n")
+    proc = _nemotron(tmp_path, env, "nano3", "pretrain", "-c", "tiny", "--run", "play", "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"toy_nodes": 3' in proc.stdout
+    proc = _nemotron(tmp_path, env, "nano3", "pretrain", "-c", "tiny", "--run", "child", "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"toy_nodes": 4' in proc.stdout
+    env = _sandbox(tmp_path, TOY_PROFILE + "toy_nodes = 0\n")
+    proc = _nemotron(tmp_path, env, "nano3", "pretrain", "-c", "tiny", "--run", "play", "--dry-run")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: {tmp_path / 'env.toml'}:4: key 'toy_nodes' in [play] must be greater "
+                                   "than or equal to 1, got integer 0")
+
+
+def test_the_plugins_own_key_is_unknown_to_another_executor(tmp_path: Path) -> None:
+    env = _sandbox(tmp_path, TOY_PROFILE + '\n[sl]\nexecutor = "slurm"\naccount = "a"\ntoy_nodes = 3\n')
+    proc = _nemotron(tmp_path, env, "nano3", "pretrain", "-c", "tiny", "--run", "sl", "--dry-run")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: {tmp_path / 'env.toml'}:8: unknown key 'toy_nodes' in [sl] "
+                                   "(did you mean 'nodes'?)")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["nano3", "pipe", "-c", "tiny"], "error: a pipeline runs its stages here or on Slurm; executor = 'toy' is not "
                                       "supported (run the stages one by one with their own commands)"),

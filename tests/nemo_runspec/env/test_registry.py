@@ -15,18 +15,27 @@ from nemo_runspec.errors import ConfigError
 
 def test_the_builtin_names_in_message_order() -> None:
     assert registry.builtin_names() == ("local", "slurm", "docker", "skypilot", "dgxcloud", "lepton")
-    assert set(registry.LENIENT) <= set(registry.builtin_names())
+    assert registry.DEFAULT_EXECUTOR in registry.builtin_names()
+
+
+def test_each_builtin_is_the_class_of_its_name_and_declares_its_keys() -> None:
+    from nemo_runspec.env.keys import ProfileKeys
+
+    for name in registry.builtin_names():
+        cls = registry.backend_class(name)
+        assert cls.name == name
+        assert isinstance(registry.declared(name), ProfileKeys) and registry.declared(name) is cls.profile
+    assert [n for n in registry.builtin_names() if registry.declared(n).lenient] == ["local", "slurm"]
 
 
 def test_env_validation_reads_its_executor_names_here() -> None:
     from typing import get_args
 
-    from nemo_runspec.env.executor_keys import OTHER_EXECUTORS, ExecutorName
+    from nemo_runspec.env.executor_keys import ExecutorName
     from nemo_runspec.env.model import EnvProfileModel
 
     assert get_args(ExecutorName) == registry.builtin_names()
     assert EnvProfileModel(executor="lepton").executor == "lepton"
-    assert OTHER_EXECUTORS == tuple(n for n in registry.builtin_names() if n not in registry.LENIENT)
 
 
 def test_a_builtin_name_never_reads_entry_points() -> None:

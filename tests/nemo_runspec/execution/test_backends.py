@@ -10,9 +10,13 @@ import typing
 import pytest
 
 from nemo_runspec.env.model import EnvProfileModel
+from nemo_runspec.env.registry import backend_class, builtin_names
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution.backends import CLASSES, build_executor, executor_fields
+from nemo_runspec.execution.backends import Platform, build_executor, executor_fields, platform
 from tests.nemotron_cli import NEMOTRON
+
+#: the built-ins on nemo-run's other executors (their classes declare the executor and its fields)
+PLATFORMS = [n for n in builtin_names() if isinstance(backend_class(n), Platform)]
 
 PROFILES = {
     "docker": {"executor": "docker", "container_image": "img:1", "ipc_mode": "host", "runtime": "nvidia",
@@ -62,14 +66,20 @@ def _matches(value: typing.Any, annotation: typing.Any) -> bool:
     return isinstance(value, annotation)
 
 
-@pytest.mark.parametrize("kind", sorted(CLASSES))
+def test_the_platforms_are_the_four_and_local_and_slurm_are_built_elsewhere() -> None:
+    assert PLATFORMS == ["docker", "skypilot", "dgxcloud", "lepton"]
+    with pytest.raises(ExecutionError, match="unknown executor 'slurm'"):
+        platform("slurm")
+
+
+@pytest.mark.parametrize("kind", PLATFORMS)
 def test_every_field_exists_with_its_type(kind: str) -> None:
     import importlib
 
     from nemo_runspec.execution._nemo_run import lean
 
     lean()
-    module, name = CLASSES[kind]
+    module, _, name = platform(kind).nemo_run_executor.partition(":")
     cls = getattr(importlib.import_module(module), name)
     hints = typing.get_type_hints(cls)
     init = {f.name for f in dataclasses.fields(cls) if f.init}
