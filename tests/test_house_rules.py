@@ -43,7 +43,9 @@ SRC = ROOT / "src"
 LIBRARY = SRC / "nemo_runspec"
 
 ANY_PER_1000_CEILING = 2.79  # the target (at most 3) is reached; type what crosses a function instead of Any
-LOOSE_MODULES_CEILING = 9  # the target (at most 12) is reached; a new loose module goes into the folder of its layer
+LOOSE_MODULES_CEILING = 11  # the target (at most 12) is reached; a new loose module goes into the folder of its layer
+# (9 -> 11: _nemo_run.py and _invoke.py, how nemo-run is imported and invoke patched, moved down out of
+# execution/ because packaging/ below it imports them too; no folder is low enough and about nemo-run)
 #: every module over 500 lines (the target, none, is reached); a new one fails, one that shrinks must leave the list
 LONG_MODULES: set[str] = set()
 UPWARD_IMPORTS_CEILING = 0  # the target

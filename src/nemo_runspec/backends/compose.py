@@ -56,7 +56,7 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
     A dry run adds nothing: it shows the job (and the exact sbatch script) like
     ``--dry-run`` and returns None.
     """
-    from nemo_runspec.execution.settings import job_slug
+    from nemo_runspec.job.settings import job_slug
 
     _check_experiment(experiment)
     task_name = _unique_name(experiment, job_slug(name or job.name))
@@ -165,7 +165,7 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
                dependencies: list[str] | None) -> str:
     import tempfile
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
     from nemo_runspec.execution.local import local_command, local_launch_files, local_nproc
     from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
     from nemo_runspec.execution.secret_file import (

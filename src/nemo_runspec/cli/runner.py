@@ -53,7 +53,7 @@ def launch(job: CompiledJob | Preparation, *, extra: Callable[[Console], object]
 
     from nemo_runspec.backends.base import backend_for
     from nemo_runspec.cli.display import show_rendered
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     backend = backend_for(job)
     if not backend.sweeps and take("other", job):  # a sweep says it cannot run on this executor

@@ -69,7 +69,7 @@ def run_job(job: CompiledJob, *, extra: Callable[[Console], object] | None = Non
     ``extra``: what the command's dry run prints after the job's script (the native backend's
     calls, the evaluation config), as on Slurm; called with the dry run's console."""
     from nemo_runspec import packaging
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     if take("other", job):  # a sweep says it cannot run on this executor
         return 0

@@ -101,7 +101,7 @@ def executor_class(kind: str) -> type:
     what to install (SkyPilot: ``pip install "nemo_run[skypilot]"``)."""
     import importlib
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     module, name = CLASSES[kind]

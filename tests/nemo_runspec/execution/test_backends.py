@@ -66,7 +66,7 @@ def _matches(value: typing.Any, annotation: typing.Any) -> bool:
 def test_every_field_exists_with_its_type(kind: str) -> None:
     import importlib
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     module, name = CLASSES[kind]
