@@ -65,6 +65,7 @@ MOVED: Mapping[str, str] = {
     "cli.recipe_config": "cmdline.recipe_config",
     # moved down so that no folder imports one that imports it (tests/test_house_rules.py)
     "execution.settings": "job.settings",
+    "scales.model": "spec.scales",
 }
 
 

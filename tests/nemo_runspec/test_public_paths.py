@@ -66,6 +66,7 @@ OUR_OLD_PATHS = {
     "nemo_runspec.cli.context": "nemo_runspec.cmdline.context",
     "nemo_runspec.cli.recipe_config": "nemo_runspec.cmdline.recipe_config",
     "nemo_runspec.execution.settings": "nemo_runspec.job.settings",
+    "nemo_runspec.scales.model": "nemo_runspec.spec.scales",
 }
 
 #: modules that became packages: the package exports every public name the module had
