@@ -114,12 +114,13 @@ def _experiment_base(experiment: Any) -> Path:
 
 def _add_slurm(job: CompiledJob, experiment: Any, task_name: str,
                dependencies: list[str] | None) -> str | None:
-    from nemo_runspec import packaging, slurm
+    from nemo_runspec import slurm
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.slurm.remote import place_secrets
     from nemo_runspec.slurm.render import task_for
 
     base = _experiment_base(experiment)
-    prepared = slurm.prepare_job(job, *packaging.build_packager(job), name=task_name, base_dir=base)
+    prepared = slurm.prepare_job(job, *packager_for(job), name=task_name, base_dir=base)
     if job.dry_run:
         from nemo_runspec.backends.dry_run import show_dry_run
 

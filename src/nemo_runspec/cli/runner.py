@@ -79,10 +79,10 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     it when attached); returns the exit code."""
     import typer
 
-    from nemo_runspec import packaging
     from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
     from nemo_runspec.errors import CLIUsageError, ConfigError
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.pipeline import chain as pipeline
 
     if launcher not in LAUNCHERS:
@@ -107,10 +107,10 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
 
             if all(p.skip for p in plans):
                 return show_pipeline(plans, {})
-            alloc = prepare_allocation(plans, "<pipe id>", build_packager=packaging.build_packager)
+            alloc = prepare_allocation(plans, "<pipe id>", build_packager=packager_for)
             return show_pipeline(plans, alloc.prepared, driver=alloc.driver)
         is_slurm = not plans[0].job.is_local
-        prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
+        prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packager_for) \
             if is_slurm else {}
         return show_pipeline(plans, prepared)
     if plans[0].job.is_local:
@@ -129,9 +129,9 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     if one_allocation:
         from nemo_runspec.pipeline.sbatch import follow_allocation, submit_allocation
 
-        sub = submit_allocation(plans, build_packager=packaging.build_packager)
+        sub = submit_allocation(plans, build_packager=packager_for)
     else:
-        sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
+        sub = pipeline.submit_slurm(plans, build_packager=packager_for)
     # stdout is for scripts: --run streams the stages' logs there, --batch prints one JSON line
     try:
         typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)

@@ -68,10 +68,10 @@ def run_job(job: CompiledJob, *, extra: Callable[[Console], object] | None = Non
 
     ``extra``: what the command's dry run prints after the job's script (the native backend's
     calls, the evaluation config), as on Slurm; called with the dry run's console."""
-    from nemo_runspec import packaging
     from nemo_runspec.job.last_step import take
+    from nemo_runspec.job.packager import packager_for
 
     if take("other", job):  # a sweep says it cannot run on this executor
         return 0
-    prepared = prepare(job, *packaging.build_packager(job))
+    prepared = prepare(job, *packager_for(job))
     return show(job, prepared, extra=extra) if job.dry_run else submit(prepared)
