@@ -46,9 +46,13 @@ class Versions(Protocol):
     :class:`~nemo_runspec.artifacts.registry.ArtifactRegistry` has both. Named by its shape, not
     imported: the registry imports this module (a publish records :func:`consumed`)."""
 
-    def resolve(self, ref: str) -> Artifact: ...
+    def resolve(self, ref: str) -> Artifact:
+        """The version ``ref`` (``name``, ``name:vN`` or ``name:alias``) names."""
+        ...
 
-    def versions(self, name: str) -> list[Artifact]: ...
+    def versions(self, name: str) -> list[Artifact]:
+        """Every version of ``name``, oldest first."""
+        ...
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

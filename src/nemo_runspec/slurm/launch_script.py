@@ -61,16 +61,24 @@ class Launching(Protocol):
     this one)."""
 
     @property
-    def job_dir(self) -> str: ...
+    def job_dir(self) -> str:
+        """The job dir as the cluster sees it."""
+        ...
 
     @property
-    def launch(self) -> str: ...
+    def launch(self) -> str:
+        """``torchrun``, ``ray`` or ``direct``."""
+        ...
 
     @property
-    def is_ray(self) -> bool: ...
+    def is_ray(self) -> bool:
+        """True for the driver of a Ray cluster (our template)."""
+        ...
 
     @property
-    def executor(self) -> Any: ...
+    def executor(self) -> Any:
+        """The nemo-run ``SlurmExecutor`` (its ``nodes`` and ``torchrun_nproc_per_node`` are read)."""
+        ...
 
 
 @dataclass(frozen=True)
