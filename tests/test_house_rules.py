@@ -26,8 +26,8 @@ How each number is counted (the same way before and after a change):
     below it), a top-level module, or the package face ``__init__.py``. A failure lists the
     imports that close the loops, ``path:line module``: per group of rooms in a loop, the
     arrows (all imports from one room to another) that run back against an order of those
-    rooms putting as few imports as it can against it (the greedy order of Eades, Lin and
-    Smyth), the thinnest arrow first: those are what to move.
+    rooms putting few imports against it (the greedy order of Eades, Lin and Smyth, then each
+    room moved to its best place), the thinnest arrow first: those are what to move.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ LOOSE_MODULES_CEILING = 11  # the target (at most 12) is reached; a new loose mo
 #: every module over 500 lines (the target, none, is reached); a new one fails, one that shrinks must leave the list
 LONG_MODULES: set[str] = set()
 UPWARD_IMPORTS_CEILING = 0  # the target
-FILE_CYCLES_CEILING = 0  # the target
-ROOM_CYCLES_CEILING = 0  # the target: the folders of src/nemo_runspec are layers
+FILE_CYCLES_CEILING = 0  # the target (3 cycles on f17ec41, before the check came in)
+ROOM_CYCLES_CEILING = 0  # the target: the folders of src/nemo_runspec are layers (11 closing imports on f17ec41)
 MAX_LINES = 500
 
 
