@@ -74,7 +74,9 @@ FAKE_BODIES = {
     "scancel": "",
 }
 
-LEAN_IMPORT = ("from nemo_runspec.execution._nemo_run import lean; lean(); "
+#: the module of the lean path: nemo_runspec/_nemo_run.py (execution/_nemo_run.py in older trees)
+LEAN_MODULES = ("_nemo_run", "execution._nemo_run")
+LEAN_IMPORT = ("from nemo_runspec.{module} import lean; lean(); "
                "import nemo_run.core.execution.slurm, nemo_run.run.torchx_backend.components.torchrun")
 
 
@@ -167,14 +169,14 @@ def main() -> int:
     try:
         env = sandbox(tmp, src)
         nem = [str(NEMOTRON)]
-        floors = {
-            "import typer, rich": [str(PYTHON), "-c", "import typer, rich"],
-            "lean nemo-run import": [str(PYTHON), "-c", LEAN_IMPORT],
-        }
-        if src is not None and not (src / "nemo_runspec" / "execution" / "_nemo_run.py").exists():
+        floors = {"import typer, rich": [str(PYTHON), "-c", "import typer, rich"]}
+        tree = src if src is not None else ROOT / "src"
+        lean = [m for m in LEAN_MODULES if tree.joinpath("nemo_runspec", *m.split(".")).with_suffix(".py").exists()]
+        if lean:
+            floors["lean nemo-run import"] = [str(PYTHON), "-c", LEAN_IMPORT.format(module=lean[0])]
+        else:
             # a tree from before the lean path: its nemo-run import is all of nemo-run
-            floors = {"import typer, rich": floors["import typer, rich"],
-                      "import nemo_run": [str(PYTHON), "-c", "import nemo_run"]}
+            floors["import nemo_run"] = [str(PYTHON), "-c", "import nemo_run"]
         scenarios = [
             ("dry-run torchrun", nem + ["nano3", "pretrain", "-c", "tiny", "--dry-run", "--batch", "gpu"], None),
             ("dry-run ray", nem + ["nano3", "rl", "-c", "tiny", "--dry-run", "--batch", "gpu"], None),

@@ -20,7 +20,7 @@ def main() -> dict[str, float]:
     """Run one dry run and one batch submission, return timings in seconds."""
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()  # the parts of nemo-run a Slurm job uses, not `import nemo_run`
     from nemo_run.core.packaging.base import Packager

@@ -63,6 +63,9 @@ MOVED: Mapping[str, str] = {
     "git_mounts": "env.git_mounts",
     "cli.context": "cmdline.context",
     "cli.recipe_config": "cmdline.recipe_config",
+    # moved down so that no folder imports one that imports it (tests/test_house_rules.py)
+    "execution.settings": "job.settings",
+    "scales.model": "spec.scales",
 }
 
 

@@ -167,7 +167,7 @@ def test_runspec_images_the_rule_refuses(image: str, why: str) -> None:
 
 def test_runspec_image_is_resolved_when_the_job_is_built_and_checked_again(tmp_path: Path, monkeypatch) -> None:
     from nemo_runspec.config import build_job_config
-    from nemo_runspec.execution.settings import job_env
+    from nemo_runspec.job.settings import job_env
 
     script = tmp_path / "s.py"
     script.write_text(_spec("/home/${oc.env:USER}/c/x.sqsh", '# [tool.runspec.env]\n# V = "${oc.env:USER}:$$"\n'))

@@ -36,7 +36,7 @@ MOVED = {
     "nemo_runspec.utils": "nemo_runspec.config.interpolate",
 }
 
-#: our own loose modules before issue 31 sorted the top of the package into folders (docs/api
+#: our own module paths before issue 31 sorted the package into folders by layer (docs/api
 #: and docs/dev/architecture.md named them): written out here, not read from _compat's table,
 #: so that a path dropped from the table fails
 OUR_OLD_PATHS = {
@@ -65,6 +65,8 @@ OUR_OLD_PATHS = {
     "nemo_runspec.git_mounts": "nemo_runspec.env.git_mounts",
     "nemo_runspec.cli.context": "nemo_runspec.cmdline.context",
     "nemo_runspec.cli.recipe_config": "nemo_runspec.cmdline.recipe_config",
+    "nemo_runspec.execution.settings": "nemo_runspec.job.settings",
+    "nemo_runspec.scales.model": "nemo_runspec.spec.scales",
 }
 
 #: modules that became packages: the package exports every public name the module had

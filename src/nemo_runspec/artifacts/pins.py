@@ -27,13 +27,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from nemo_runspec.artifacts.errors import ArtifactError
 from nemo_runspec.artifacts.refs import Artifact, parse_ref, version_number
-
-if TYPE_CHECKING:
-    from nemo_runspec.artifacts.registry import ArtifactRegistry
 
 PINS_ENV = "NEMOTRON_ARTIFACT_PINS"
 #: a JSON file ``{name:alias: name:vN}`` this job's attempts share (see the module docstring)
@@ -42,6 +39,20 @@ PIN_FILE_ENV = "NEMOTRON_ARTIFACT_PIN_FILE"
 PIPE_ID_SLOT = "{pipe}"
 
 _CONSUMED: dict[str, str] = {}
+
+
+class Versions(Protocol):
+    """What :func:`resolve` reads of a registry; an
+    :class:`~nemo_runspec.artifacts.registry.ArtifactRegistry` has both. Named by its shape, not
+    imported: the registry imports this module (a publish records :func:`consumed`)."""
+
+    def resolve(self, ref: str) -> Artifact:
+        """The version ``ref`` (``name``, ``name:vN`` or ``name:alias``) names."""
+        ...
+
+    def versions(self, name: str) -> list[Artifact]:
+        """Every version of ``name``, oldest first."""
+        ...
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -63,7 +74,7 @@ def for_pipe(pins: Mapping[str, str], pipe_id: str) -> dict[str, str]:
     return {name: pin.replace(PIPE_ID_SLOT, pipe_id) for name, pin in pins.items()}
 
 
-def resolve(registry: ArtifactRegistry, ref: str, pins: Mapping[str, str] | None = None) -> Artifact:
+def resolve(registry: Versions, ref: str, pins: Mapping[str, str] | None = None) -> Artifact:
     """``registry.resolve(ref)``, with an alias of a pinned name replaced by its pin
     (default pins: :func:`from_env`); remembers what was consumed."""
     pins = from_env() if pins is None else pins
@@ -113,7 +124,7 @@ def _record_attempt_pin(ref: str, exact: str) -> None:
     os.replace(tmp, path)
 
 
-def _published_by(registry: ArtifactRegistry, name: str, pin: str) -> Artifact:
+def _published_by(registry: Versions, name: str, pin: str) -> Artifact:
     _, pipe_id, key = (pin.split(":", 2) + ["", ""])[:3]
     for art in reversed(registry.versions(name)):
         meta = art.metadata or {}

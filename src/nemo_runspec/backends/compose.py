@@ -57,7 +57,7 @@ def add_to_experiment(job: CompiledJob, experiment: Any, *, name: str | None = N
     ``--dry-run`` and returns None.
     """
     from nemo_runspec.env.registry import backend_class
-    from nemo_runspec.execution.settings import job_slug
+    from nemo_runspec.job.settings import job_slug
 
     _check_experiment(experiment)
     task_name = _unique_name(experiment, job_slug(name or job.name))
@@ -115,12 +115,13 @@ def _experiment_base(experiment: Any) -> Path:
 
 def _add_slurm(job: CompiledJob, experiment: Any, task_name: str,
                dependencies: list[str] | None) -> str | None:
-    from nemo_runspec import packaging, slurm
+    from nemo_runspec import slurm
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.slurm.remote import place_secrets
     from nemo_runspec.slurm.render import task_for
 
     base = _experiment_base(experiment)
-    prepared = slurm.prepare_job(job, *packaging.build_packager(job), name=task_name, base_dir=base)
+    prepared = slurm.prepare_job(job, *packager_for(job), name=task_name, base_dir=base)
     if job.dry_run:
         from nemo_runspec.backends.dry_run import show_dry_run
 
@@ -166,7 +167,7 @@ def _add_local(job: CompiledJob, experiment: Any, task_name: str,
                dependencies: list[str] | None) -> str:
     import tempfile
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
     from nemo_runspec.execution.local import local_command, local_launch_files, local_nproc
     from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
     from nemo_runspec.execution.secret_file import (

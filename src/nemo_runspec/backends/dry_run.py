@@ -22,7 +22,7 @@ def show_dry_run(job: CompiledJob, slurm_job: PreparedJob | None = None, *,
     ``${art:...}`` references are shown with what they resolve to now.
     """
     from nemo_runspec.execution.dry_run_display import show_rendered
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     if take("dry-run", job, slurm_job):  # a sweep shows its points itself
         return 0

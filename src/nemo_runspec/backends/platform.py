@@ -79,10 +79,10 @@ class PlatformBackend:
 
     def prepare(self, job: CompiledJob, *, dependencies: Sequence[str] = ()) -> BackendJob:
         """The packaged code, the executor's fields, the job script and the secrets."""
-        from nemo_runspec import packaging
         from nemo_runspec.execution.backend_job import prepare
+        from nemo_runspec.job.packager import packager_for
 
-        return prepare(job, *packaging.build_packager(job))
+        return prepare(job, *packager_for(job))
 
     def render(self, job: CompiledJob, prepared: BackendJob) -> DryRun:
         """The executor's fields (secrets redacted), the job script, what submission would refuse."""

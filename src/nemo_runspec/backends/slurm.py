@@ -64,10 +64,10 @@ class SlurmBackend:
 
     def prepare(self, job: CompiledJob, *, dependencies: Sequence[str] = ()) -> PreparedJob:
         """The packaged code and the SlurmExecutor (torchrun, direct or our Ray template)."""
-        from nemo_runspec import packaging
+        from nemo_runspec.job.packager import packager_for
         from nemo_runspec.slurm.prepared import prepare_job
 
-        return prepare_job(job, *packaging.build_packager(job), dependencies=list(dependencies) or None)
+        return prepare_job(job, *packager_for(job), dependencies=list(dependencies) or None)
 
     def render(self, job: CompiledJob, prepared: PreparedJob) -> DryRun:
         """The sbatch script (and the squash script), rendered offline."""

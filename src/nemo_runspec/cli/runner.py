@@ -53,7 +53,7 @@ def launch(job: CompiledJob | Preparation, *, extra: Callable[[Console], object]
 
     from nemo_runspec.backends.base import backend_for
     from nemo_runspec.cli.display import show_rendered
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     backend = backend_for(job)
     if not backend.sweeps and take("other", job):  # a sweep says it cannot run on this executor
@@ -79,10 +79,11 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     it when attached); returns the exit code."""
     import typer
 
-    from nemo_runspec import packaging, pipeline
+    from nemo_runspec import pipeline
     from nemo_runspec._suggest import did_you_mean
     from nemo_runspec.cli.display import show_pipeline
     from nemo_runspec.errors import CLIUsageError, ConfigError
+    from nemo_runspec.job.packager import packager_for
 
     if launcher not in LAUNCHERS:
         raise CLIUsageError(f"--launcher {launcher!r} is not a pipeline launcher",
@@ -106,10 +107,10 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
 
             if all(p.skip for p in plans):
                 return show_pipeline(plans, {})
-            alloc = prepare_allocation(plans, "<pipe id>", build_packager=packaging.build_packager)
+            alloc = prepare_allocation(plans, "<pipe id>", build_packager=packager_for)
             return show_pipeline(plans, alloc.prepared, driver=alloc.driver)
         is_slurm = not plans[0].job.is_local
-        prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packaging.build_packager) \
+        prepared = pipeline.prepare_stages(plans, "<pipe id>", build_packager=packager_for) \
             if is_slurm else {}
         return show_pipeline(plans, prepared)
     if plans[0].job.is_local:
@@ -128,9 +129,9 @@ def run_steps(steps: Sequence[Step], recipe: RecipeConfig, *, resume: bool = Tru
     if one_allocation:
         from nemo_runspec.pipeline.sbatch import follow_allocation, submit_allocation
 
-        sub = submit_allocation(plans, build_packager=packaging.build_packager)
+        sub = submit_allocation(plans, build_packager=packager_for)
     else:
-        sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager)
+        sub = pipeline.submit_slurm(plans, build_packager=packager_for)
     # stdout is for scripts: --run streams the stages' logs there, --batch prints one JSON line
     try:
         typer.echo(f"pipe {sub.pipe_id}: " + ", ".join(f"{n}={i}" for n, i in sub.job_ids.items()), err=True)

@@ -17,8 +17,6 @@ from nemo_runspec.cmdline.context import (
 if TYPE_CHECKING:
     import typer
 
-    from nemo_runspec.job.run_config import RunConfig
-
 
 @dataclass
 class RecipeConfig:
@@ -26,7 +24,8 @@ class RecipeConfig:
 
     ``ctx`` is the :class:`GlobalContext` with ``overrides`` and ``passthrough``
     filled in (pass it to ``parse_config``/``build_job_config``); the other fields
-    are shortcuts to it.
+    are shortcuts to it. Its typed form is a :class:`~nemo_runspec.job.run_config.RunConfig`
+    (``RunConfig.from_recipe_config(cfg)``, ``run.recipe_config()``).
     """
 
     ctx: GlobalContext
@@ -43,41 +42,6 @@ class RecipeConfig:
     """Script arguments given before ``--`` that are plain words; one naming an
     env.toml profile is refused by :func:`nemo_runspec.job.compiled.compile_job` (a
     forgotten ``--run``)."""
-
-    @property
-    def run_config(self) -> RunConfig:
-        """This command line as the typed :class:`~nemo_runspec.job.run_config.RunConfig` the
-        recipes' ``execute`` functions take."""
-        from nemo_runspec.job.run_config import RunConfig
-
-        return RunConfig.from_context(self.ctx, overrides=self.overrides, passthrough=self.passthrough)
-
-    @classmethod
-    def from_run_config(cls, run: RunConfig) -> RecipeConfig:
-        """The RecipeConfig of a :class:`~nemo_runspec.job.run_config.RunConfig` built in Python.
-
-        Its script arguments are taken as given (as after ``--``): none is refused
-        for naming an env.toml profile.
-        """
-        ctx = run.context()
-        return cls(ctx=ctx, mode=ctx.mode, attached=ctx.attached, profile=ctx.profile,
-                   dry_run=ctx.dry_run, force_squash=ctx.force_squash,
-                   overrides=list(ctx.overrides), passthrough=list(ctx.passthrough),
-                   argv=list(ctx.argv), config=ctx.config)
-
-
-def as_recipe_config(cfg: RecipeConfig | RunConfig) -> RecipeConfig:
-    """``cfg`` as a :class:`RecipeConfig` (a :class:`~nemo_runspec.job.run_config.RunConfig` is converted)."""
-    if isinstance(cfg, RecipeConfig):
-        return cfg
-    from nemo_runspec.job.run_config import RunConfig
-
-    if isinstance(cfg, RunConfig):
-        return RecipeConfig.from_run_config(cfg)
-    from nemo_runspec.errors import CLIUsageError
-
-    raise CLIUsageError(f"expected a RunConfig (or the CLI's RecipeConfig), got {type(cfg).__name__}",
-                        hint="build one with nemo_runspec.job.RunConfig(profile=..., config=..., overrides=[...])")
 
 
 def recipe_config_from(gctx: GlobalContext, extra_args: list[str]) -> RecipeConfig:

@@ -148,11 +148,11 @@ def clone_git_repos_via_tunnel(tunnel: Any, remote_job_dir: str, mounts: Iterabl
     """
     if mounts is None:
         mounts = [GitMount(url=v["url"], ref=v["ref"], target=v["target"], name=k) for k, v in _REGISTRY.items()]
-    from functools import partial
 
-    from nemo_runspec.execution.tunnels import run_via
+    def run(cmd: str) -> tuple[int, str, str]:  # as execution.tunnels.run_via does (which is above env/)
+        r = tunnel.run(cmd, hide=True, warn=True)
+        return r.return_code, r.stdout, r.stderr
 
-    run = partial(run_via, tunnel)
     return [f"{path}:{m.target}" for m, path, _ in sync(run, list(mounts), git_dir or default_git_dir(remote_job_dir))]
 
 

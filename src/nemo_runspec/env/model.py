@@ -269,7 +269,7 @@ class SharedProfileModel(BaseModel):
         if v is None:
             return v
         if info.field_name == "container_image" and v.strip().lower() in script_values.DISABLED_IMAGES:
-            return v  # no container (see execution.settings.container_image)
+            return v  # no container (see job.settings.container_image)
         return script_values.check(SCRIPT_VALUE_KINDS[info.field_name], v)
 
     @field_validator("secret_env_vars", "public_env_vars")

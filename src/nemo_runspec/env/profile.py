@@ -17,7 +17,7 @@ from nemo_runspec.env.chain import layer, resolve_chain
 from nemo_runspec.env.chain import merged as merged_values
 from nemo_runspec.env.discovery import ENV_FILE_VAR, find_env_file, not_found_error
 from nemo_runspec.env.file import EnvFile, load_env_file
-from nemo_runspec.env.reference import Note, normalize_merged
+from nemo_runspec.env.reference import Note, normalize_merged, translate_mapping
 from nemo_runspec.env.sections import read_sections
 from nemo_runspec.env.validation import validate_complete
 from nemo_runspec.secrets import find_secret_values, redact
@@ -98,8 +98,6 @@ class EnvProfile(Mapping[str, Any]):
         one) read like an env.toml profile (``container``, ``env_vars`` lists:
         :func:`~nemo_runspec.env.reference.translate_mapping`), named ``name``, its values'
         source ``env profile [name]``; anything else is an ``EnvFileError``."""
-        from nemo_runspec.env.reference import translate_mapping
-
         if env is None or isinstance(env, EnvProfile):
             return env
         notes: list[Note] = []
@@ -200,6 +198,23 @@ def partition_for(values: Mapping[str, Any], mode: str) -> str | None:
     if specific and values.get(specific):
         return values[specific]
     return values.get("partition")
+
+
+def profile_values(env: EnvProfile | Mapping[str, object] | None, *, validate: bool = False, table: str = "env",
+                   notes: list[Note] | None = None) -> dict[str, Any]:
+    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
+
+    A plain mapping (``dict``, ``DictConfig``) is read as an env.toml profile
+    (:func:`~nemo_runspec.env.reference.translate_mapping`): ``container`` is
+    ``container_image``, an ``env_vars`` list is a table; with ``validate`` it is
+    also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
+    ``table``; what was translated is appended to ``notes``.
+    """
+    if env is None:
+        return {}
+    if isinstance(env, EnvProfile):  # read, translated and validated already
+        return {k: v for k, v in env.values.items() if v is not None}
+    return translate_mapping(env, table=table, validate=validate, notes=notes)
 
 
 def profile_defaults() -> dict[str, Any]:

@@ -43,12 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nemo_runspec.errors import EnvFileError
-
-if TYPE_CHECKING:
-    from nemo_runspec.env.profile import EnvProfile
 
 #: reference spelling -> our key. The packager options are nemo-run's own names
 #: (GitArchivePackager/PatternPackager), as the reference's packager tables list them.
@@ -83,9 +80,9 @@ class Note:
 
 def shorthand_keys() -> frozenset[str]:
     """Keys ``K`` for which ``run.K=v`` on the command line means ``run.env.K=v``."""
-    from nemo_runspec.env import PROFILE_KEYS
+    from nemo_runspec.env.model import EnvProfileModel
 
-    return (frozenset(PROFILE_KEYS) | frozenset(SYNONYMS)) - NOT_SHORTHAND
+    return (frozenset(EnvProfileModel.model_fields) | frozenset(SYNONYMS)) - NOT_SHORTHAND
 
 
 def canonical_key(key: str) -> str:
@@ -235,25 +232,6 @@ def translate_mapping(env: Mapping[str, Any], *, table: str = "env", validate: b
         except EnvFileError as exc:
             raise rename_in_error(exc, renamed) from None
     return layer
-
-
-def profile_values(env: EnvProfile | Mapping[str, object] | None, *, validate: bool = False, table: str = "env",
-                   notes: list[Note] | None = None) -> dict[str, Any]:
-    """The set keys of ``env`` (an ``EnvProfile`` or a plain mapping), without ``None`` values.
-
-    A plain mapping (``dict``, ``DictConfig``) is read as an env.toml profile
-    (:func:`nemo_runspec.env.reference.translate_mapping`): ``container`` is
-    ``container_image``, an ``env_vars`` list is a table; with ``validate`` it is
-    also checked like a profile (unknown keys, types), an ``EnvFileError`` naming
-    ``table``; what was translated is appended to ``notes``.
-    """
-    from nemo_runspec.env.profile import EnvProfile
-
-    if env is None:
-        return {}
-    if isinstance(env, EnvProfile):  # read, translated and validated already
-        return {k: v for k, v in env.values.items() if v is not None}
-    return translate_mapping(env, table=table, validate=validate, notes=notes)
 
 
 def holds_profile_values(env: object) -> bool:

@@ -358,7 +358,7 @@ class EvalJob:
 
 
 def _profile_values(job: CompiledJob) -> dict[str, Any]:
-    from nemo_runspec.execution.settings import profile_values
+    from nemo_runspec.job.settings import profile_values
 
     return {} if job.is_local else dict(profile_values(job.run_env))
 

@@ -3,7 +3,6 @@
 =========================  ================================================
 module                     holds
 =========================  ================================================
-``execution.settings``     reading ``run.env``: launch, image, nodes and GPUs
 ``execution.env_vars``     :func:`build_env_vars`, :func:`split_env_vars`, W&B, HF
 ``execution.executor``     :func:`create_executor` (nemo-run ``SlurmExecutor``)
 ``execution.local``        :func:`execute_local`, :func:`run_local`
@@ -15,6 +14,8 @@ module                     holds
 ``execution.backend_run``  :func:`run_job`: start it (``docker_job``: Docker)
 ``git_mounts``             :func:`clone_git_repos_via_tunnel` (re-exported here,
                            where the reference's table puts it)
+``job.settings``           reading ``run.env``: launch, image, nodes and GPUs
+                           (re-exported here, where it was)
 =========================  ================================================
 
 These are utilities, not a framework: a recipe command calls them in the open
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
         run_local,
         visible_gpus,
     )
-    from nemo_runspec.execution.settings import (
+    from nemo_runspec.job.settings import (
         bare_metal_env,
         bare_metal_python,
         container_image,
@@ -102,5 +103,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "executor": ["DEFAULT_JOB_NAME_PREFIX", "DEFAULT_TIME", "create_executor", "get_startup_commands", "per_node_setup", "shell_value"],
     "local": ["execute_local", "local_command", "local_nproc", "local_preview", "run_local", "visible_gpus"],
     "nemo_runspec.env.git_mounts": ["clone_git_repos_via_tunnel"],
-    "settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],
+    "nemo_runspec.job.settings": ["bare_metal_env", "bare_metal_python", "container_image", "job_env", "job_slug", "launch_of", "profile_values", "resolve_resources"],
 })

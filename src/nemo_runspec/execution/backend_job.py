@@ -91,8 +91,8 @@ def prepare(job: CompiledJob, packager: Packager | None, plan: PackagingPlan | N
     from nemo_runspec.env.resources import torchrun_processes
     from nemo_runspec.execution.backends import build_executor, executor_fields, platform
     from nemo_runspec.execution.env_vars import code_env, split_env_vars
-    from nemo_runspec.execution.settings import container_image, job_slug, resolve_resources
     from nemo_runspec.execution.tunnels import default_base_dir
+    from nemo_runspec.job.settings import container_image, job_slug, resolve_resources
     from nemo_runspec.secrets import find_secret_values, secret_arguments
 
     kind = job.executor

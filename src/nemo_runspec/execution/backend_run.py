@@ -50,7 +50,7 @@ def run_job(job: CompiledJob, *, extra: Callable[[Console], object] | None = Non
     calls, the evaluation config), as on Slurm; called with the dry run's console."""
     from nemo_runspec.env.registry import backend_class
     from nemo_runspec.execution.backend_job import show
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     if take("other", job):  # a sweep says it cannot run on this executor
         return 0

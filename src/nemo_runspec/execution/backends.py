@@ -75,7 +75,7 @@ def executor_class(kind: str) -> type:
     what to install (SkyPilot: ``pip install "skypilot[kubernetes]"``)."""
     import importlib
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     declared = platform(kind)

@@ -25,7 +25,7 @@ def docker_request(prepared: BackendJob) -> Any:
     """nemo-run's ``DockerJobRequest`` for the job (assigns the executor; writes nothing)."""
     from torchx.specs import AppDef, Role
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     from nemo_run.run.torchx_backend.schedulers.docker import PersistentDockerScheduler

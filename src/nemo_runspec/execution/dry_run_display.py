@@ -49,7 +49,7 @@ def dry_run_sections(
     it set, ``(key, value, source)``, as :func:`scale_rows`), ``job_yaml``, ``train_yaml``.
     """
     from nemo_runspec.config.credential_values import not_secret_values
-    from nemo_runspec.execution.settings import (
+    from nemo_runspec.job.settings import (
         container_choice,
         job_env,  # run.env as the job reads it (dollar.py)
     )

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.execution.settings import launch_of, lookup, profile_values
+from nemo_runspec.job.settings import launch_of, lookup, profile_values
 from nemo_runspec.secrets import is_secret_env, marked_names
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from nemo_runspec.env.profile import partition_for
 from nemo_runspec.env.registry import DEFAULT_EXECUTOR, backend_class
 from nemo_runspec.env.resources import torchrun_processes
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution.settings import (
+from nemo_runspec.job.settings import (
     bare_metal_python,
     container_image,
     launch_of,
@@ -108,9 +108,9 @@ def create_executor(
     and Lepton profiles get the executor the CLI builds for them
     (:mod:`nemo_runspec.execution.backends`); ``secret_file`` is for Slurm only.
     """
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
-    lean()  # the executor's modules, not all of nemo-run (execution/_nemo_run.py)
+    lean()  # the executor's modules, not all of nemo-run (_nemo_run.py)
     from nemo_run.core.execution.launcher import Torchrun
 
     values = profile_values(env, validate=True)

@@ -19,7 +19,7 @@ from nemo_runspec.env.resources import requested_processes
 from nemo_runspec.errors import ExecutionError
 from nemo_runspec.execution.output_copy import DRAIN_SECONDS, OutputCopy
 from nemo_runspec.execution.runspec_cmd import LAUNCH_FILE
-from nemo_runspec.execution.settings import launch_of, lookup
+from nemo_runspec.job.settings import launch_of, lookup
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -319,7 +319,7 @@ def run_local(job: CompiledJob, *, extra_env: Mapping[str, str] | None = None,
     ``extra_env`` is added (a pipeline stage's key and id). ``job_config`` and
     ``job_dir`` replace the job's own (a sweep's point: its ``run.sweep``, its dir).
     """
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     if take("local", job):  # a sweep runs its points itself
         return 0

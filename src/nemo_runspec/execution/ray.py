@@ -89,7 +89,7 @@ def configure_ray_executor(executor: SlurmExecutor, *, profile: Mapping[str, Any
 def ray_script(path: str | Path, args: list[str] | None = None, *, entrypoint: str = "python",
                env: Mapping[str, str] | None = None) -> Any:
     """A nemo-run ``Script`` that runs as the driver of a Ray cluster."""
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     from nemo_run.config import USE_WITH_RAY_CLUSTER_KEY, Script

@@ -118,7 +118,7 @@ def build_tunnel(values: Mapping[str, Any], *, base_dir: str | os.PathLike[str])
     is ``<base_dir>/experiments`` (nemo-run's rule). For ssh the remote job dir is
     ``remote_job_dir`` (falling back to ``job_dir``).
     """
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     kind = values.get("tunnel") or "local"

@@ -5,6 +5,7 @@ module                    holds
 ========================  ====================================================
 ``job.compiled``          :class:`CompiledJob`, :func:`compile_job`: the one object every step takes
 ``job.run_config``        :class:`RunConfig`: a command line's typed form (the reference's ``run``)
+``job.settings``          reading the job's ``run.env``: launch, image, nodes and GPUs
 ========================  ====================================================
 
 ``from nemo_runspec.job import compile_job, CompiledJob`` keeps working: this package was

@@ -112,7 +112,7 @@ class CompiledJob:
     @property
     def launch(self) -> str:
         """``torchrun``, ``ray`` or ``direct``, from the runspec."""
-        from nemo_runspec.execution.settings import launch_of
+        from nemo_runspec.job.settings import launch_of
 
         return launch_of(self.runspec)
 
@@ -193,11 +193,11 @@ def compile_job(spec: Runspec, cfg: RunConfig | RecipeConfig, *, check_artifacts
     # Imported here: recipe command modules import this one for `--help`.
     from omegaconf import OmegaConf
 
-    from nemo_runspec.cmdline.recipe_config import as_recipe_config
     from nemo_runspec.config import build_job_config, parse_config
     from nemo_runspec.env import load_env_profile, read_sections
     from nemo_runspec.env.discovery import not_found_error
-    from nemo_runspec.execution.settings import job_env
+    from nemo_runspec.job.run_config import as_recipe_config
+    from nemo_runspec.job.settings import job_env
 
     cfg = as_recipe_config(cfg)
     ctx = cfg.ctx

@@ -30,6 +30,7 @@ from nemo_runspec.errors import CLIUsageError
 
 if TYPE_CHECKING:
     from nemo_runspec.cmdline.context import GlobalContext
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
 
 _EXPERIMENT_CLS: Any = None
 
@@ -130,6 +131,26 @@ class RunConfig:
             allow_untested_scale=gctx.allow_untested_scale,
         )
 
+    @classmethod
+    def from_recipe_config(cls, cfg: RecipeConfig) -> RunConfig:
+        """The RunConfig of the CLI's :class:`~nemo_runspec.cmdline.recipe_config.RecipeConfig`:
+        the typed form of that command line, as the recipes' ``execute`` functions take it."""
+        return cls.from_context(cfg.ctx, overrides=cfg.overrides, passthrough=cfg.passthrough)
+
+    def recipe_config(self) -> RecipeConfig:
+        """This RunConfig as the CLI's :class:`~nemo_runspec.cmdline.recipe_config.RecipeConfig`.
+
+        Its script arguments are taken as given (as after ``--``): none is refused
+        for naming an env.toml profile.
+        """
+        from nemo_runspec.cmdline.recipe_config import RecipeConfig
+
+        ctx = self.context()
+        return RecipeConfig(ctx=ctx, mode=ctx.mode, attached=ctx.attached, profile=ctx.profile,
+                            dry_run=ctx.dry_run, force_squash=ctx.force_squash,
+                            overrides=list(ctx.overrides), passthrough=list(ctx.passthrough),
+                            argv=list(ctx.argv), config=ctx.config)
+
     def context(self, argv: Iterable[str] | None = None) -> GlobalContext:
         """The :class:`~nemo_runspec.cmdline.context.GlobalContext` the config loader reads.
 
@@ -170,6 +191,19 @@ class RunConfig:
         if self.passthrough:
             words += ["--", *self.passthrough]
         return words
+
+
+def as_recipe_config(cfg: RecipeConfig | RunConfig) -> RecipeConfig:
+    """``cfg`` as the CLI's :class:`~nemo_runspec.cmdline.recipe_config.RecipeConfig` (a
+    :class:`RunConfig` is converted: :meth:`RunConfig.recipe_config`)."""
+    from nemo_runspec.cmdline.recipe_config import RecipeConfig
+
+    if isinstance(cfg, RecipeConfig):
+        return cfg
+    if isinstance(cfg, RunConfig):
+        return cfg.recipe_config()
+    raise CLIUsageError(f"expected a RunConfig (or the CLI's RecipeConfig), got {type(cfg).__name__}",
+                        hint="build one with nemo_runspec.job.RunConfig(profile=..., config=..., overrides=[...])")
 
 
 def experiment_class() -> Any:

@@ -1,7 +1,7 @@
 """nemo-run ``Packager`` subclasses wrapping our packagers.
 
 Imported only when a job is built (it imports nemo-run's packager base class,
-not all of nemo-run: :mod:`nemo_runspec.execution._nemo_run`). Every class honours
+not all of nemo-run: :mod:`nemo_runspec._nemo_run`). Every class honours
 nemo-run's contract ``package(path, job_dir, name) -> <job_dir>/<name>.tar.gz``
 so ``SlurmExecutor.package()`` uploads and extracts the archive under
 ``<job>/code``. ``path`` (nemo-run passes the process cwd) is used only when no
@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemo_runspec.execution._nemo_run import lean
+from nemo_runspec._nemo_run import lean
 
 lean()
 from nemo_run.core.packaging.base import Packager  # noqa: E402  (after lean())

@@ -31,7 +31,6 @@ from nemo_runspec.packaging.manifest import PackagingPlan
 from nemo_runspec.packaging.progress import ProgressCallback
 
 if TYPE_CHECKING:
-    from nemo_runspec.job.compiled import CompiledJob
     from nemo_runspec.spec.models import Runspec
 
 #: the packager names (declared once: nemo_runspec.env.packager_keys)
@@ -94,7 +93,7 @@ def _str(values: Mapping[str, Any], key: str, sources) -> str:
 
 
 def build_packager(
-    profile_values: Mapping[str, Any] | CompiledJob,
+    profile_values: Mapping[str, Any],
     *,
     runspec: Runspec | None = None,
     repo_root: str | Path | None = None,
@@ -107,9 +106,9 @@ def build_packager(
 ) -> tuple[Any, PackagingPlan]:
     """Build the nemo-run packager named by the profile and its :class:`PackagingPlan`.
 
-    ``build_packager(job)`` does it for a :class:`~nemo_runspec.job.compiled.CompiledJob`:
-    its run environment and runspec, error locations from its profile, the
-    ``[cache]`` dir of its env.toml and progress on the console.
+    :func:`nemo_runspec.job.packager.packager_for` does it for a compiled job (its run
+    environment and runspec, error locations from its profile, the ``[cache]`` dir of its
+    env.toml and progress on the console).
 
     The plan is filled in (commit, diff, files, archive sha256, ...) when
     nemo-run calls ``packager.package(...)``; it is the same object every time,
@@ -118,19 +117,6 @@ def build_packager(
     train config shipped by ``self_contained``; ``progress`` receives
     :class:`~nemo_runspec.packaging.progress.ProgressEvent`\\ s.
     """
-    from nemo_runspec.job.compiled import CompiledJob
-
-    if isinstance(profile_values, CompiledJob):
-        from nemo_runspec.packaging.cache import packages_dir
-        from nemo_runspec.packaging.progress import console_progress
-
-        job = profile_values
-        return build_packager(
-            job.run_env, runspec=job.runspec, script_path=job.runspec.script_path,
-            sources=job.profile.sources if job.profile is not None else None,
-            progress=progress or console_progress(),
-            cache_dir=cache_dir or packages_dir(job.sections.get("cache")),
-        )
     from nemo_runspec.packaging import _registry
     from nemo_runspec.packaging.git import _script_in_archive, find_repo_root
 

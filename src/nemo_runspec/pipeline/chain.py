@@ -388,7 +388,7 @@ def before_submit(plan: StagePlan) -> list[str]:
 
 
 def _title(plans: Sequence[StagePlan]) -> str:
-    from nemo_runspec.execution.settings import job_slug
+    from nemo_runspec.job.settings import job_slug
 
     first = plans[0].job.runspec.name.split("/")[0] if plans else "pipe"
     return job_slug(f"{first}-pipe")

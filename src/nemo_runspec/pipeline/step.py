@@ -83,7 +83,7 @@ class Step:
     @cached_property
     def runspec(self) -> Runspec:
         """The script's parsed ``[tool.runspec]``."""
-        from nemo_runspec import parse
+        from nemo_runspec.spec.parser import parse
 
         return parse(self.script)
 

@@ -8,7 +8,8 @@ refused with the nearest supported cells unless ``--allow-untested-scale``.
 ==================  ====================================================
 module              holds
 ==================  ====================================================
-``scales.model``    :class:`ScaleEntry`, reading and checking the runspec table (stdlib only)
+``spec.scales``     :class:`ScaleEntry`, reading and checking the runspec table (part of
+                    ``[tool.runspec]``, so in ``spec/``; ``scales.model`` is its old name)
 ``scales.select``   the cell of a job; the nearest cells of one outside
 ``scales.apply``    the cell's overrides applied to a compiled job, with provenance
 ``scales.show``     the matrix as a table (``--scales``, ``nemotron runspec scales``)

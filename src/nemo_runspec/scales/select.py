@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nemo_runspec.scales.model import Cell, ScaleEntry
+from nemo_runspec.spec.scales import Cell, ScaleEntry
 
 
 @dataclass(frozen=True)

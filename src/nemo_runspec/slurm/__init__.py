@@ -2,7 +2,7 @@
 
 Typical use from a recipe command (see ``docs/dev/architecture.md``)::
 
-    packager, plan = build_packager(job)
+    packager, plan = packager_for(job)             # nemo_runspec.job.packager
     slurm_job = prepare_job(job, packager, plan)   # nemo-run SlurmExecutor + job dir layout
     if job.dry_run:
         print(render_sbatch(slurm_job))            # the exact script, offline

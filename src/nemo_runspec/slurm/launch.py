@@ -48,8 +48,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from nemo_runspec._nemo_run import lean
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution._nemo_run import lean
 from nemo_runspec.slurm import package_step
 
 #: nemo-run's command for a batch job (``SlurmTunnelScheduler``).

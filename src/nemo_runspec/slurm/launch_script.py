@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nemo_runspec.execution.runspec_cmd import heredoc_to, task_word
 
 if TYPE_CHECKING:
-    from nemo_runspec.slurm.prepared import PreparedJob
     from nemo_runspec.slurm.profiling import NsysSettings
     from nemo_runspec.spec.models import Runspec
 
@@ -51,9 +49,36 @@ class LaunchScript:
     #: the path of the job's train config as the job sees it, and torchrun's --rdzv-id
     train_yaml: str = "/nemo_run/train.yaml"
     rdzv_id: int = 0
-    #: the batch-script lines :func:`use_launch_script` added (replaced as a block for an array)
+    #: the batch-script lines :func:`~nemo_runspec.slurm.prepared.use_launch_script` added
+    #: (replaced as a block for an array)
     lines: str = ""
     env_vars: dict[str, str] = field(default_factory=dict)
+
+
+class Launching(Protocol):
+    """What :func:`render` reads of the job it renders for: a
+    :class:`~nemo_runspec.slurm.prepared.PreparedJob` (named by its shape: that module uses
+    this one)."""
+
+    @property
+    def job_dir(self) -> str:
+        """The job dir as the cluster sees it."""
+        ...
+
+    @property
+    def launch(self) -> str:
+        """``torchrun``, ``ray`` or ``direct``."""
+        ...
+
+    @property
+    def is_ray(self) -> bool:
+        """True for the driver of a Ray cluster (our template)."""
+        ...
+
+    @property
+    def executor(self) -> Any:
+        """The nemo-run ``SlurmExecutor`` (its ``nodes`` and ``torchrun_nproc_per_node`` are read)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -65,25 +90,7 @@ class Rendered:
     env_vars: dict[str, str]
 
 
-def use_launch_script(prepared: PreparedJob, runspec: Runspec | None, script_args: Sequence[str], *,
-                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: NsysSettings | None = None) -> None:
-    """Start ``prepared`` (a :class:`~nemo_runspec.slurm.prepared.PreparedJob`) through the
-    runspec's launch script (see the module docstring); ``train_yaml`` is where the job reads
-    its config, ``rdzv_id`` torchrun's rendezvous id."""
-    spec = LaunchScript(runspec=runspec, script=prepared.script, args=tuple(prepared.args),
-                        script_args=tuple(script_args), bare_metal=bare_metal, nsys=nsys,
-                        train_yaml=train_yaml, rdzv_id=rdzv_id)
-    out = render(prepared, spec)
-    executor = prepared.executor
-    executor.env_vars = {**executor.env_vars, **out.env_vars}
-    block = "\n".join(x for x in out.lines if x)
-    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", block) if x)
-    executor.launcher = None  # direct: the launch script starts torchrun itself
-    prepared.launch_script = LaunchScript(**{**vars(spec), "lines": block, "env_vars": out.env_vars})
-    prepared.script, prepared.args, prepared.entrypoint = out.launch_path, [], "bash"
-
-
-def render(prepared: PreparedJob, spec: LaunchScript, *, task: str | None = None) -> Rendered:
+def render(prepared: Launching, spec: LaunchScript, *, task: str | None = None) -> Rendered:
     """The batch-script lines that write the launch (and setup) script and the path the task
     runs. ``task``: the dir of an array task under the job dir (``points/<TASK_TOKEN>``):
     its scripts, config and ``{job_dir}`` are there, and the lines write them through a

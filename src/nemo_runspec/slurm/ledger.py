@@ -467,7 +467,7 @@ def find(ref: str, *, submissions: list[Submission] | None = None,
 
 def _load_profile_values(profile: str, env_file: str) -> dict[str, Any]:
     from nemo_runspec.env import load_env_file, load_env_profile
-    from nemo_runspec.execution.settings import profile_values
+    from nemo_runspec.job.settings import profile_values
 
     return profile_values(load_env_profile(profile, load_env_file(Path(env_file))))
 

@@ -24,14 +24,14 @@ from nemo_runspec.execution.env_vars import code_env, split_env_vars
 from nemo_runspec.execution.executor import create_executor
 from nemo_runspec.execution.runspec_cmd import uses_launch_script
 from nemo_runspec.execution.secret_file import SECRET_FILE_NAME
-from nemo_runspec.execution.settings import (
+from nemo_runspec.execution.tunnels import default_base_dir
+from nemo_runspec.job.settings import (
     bare_metal_env,
     container_image,
     job_slug,
     launch_of,
     profile_values,
 )
-from nemo_runspec.execution.tunnels import default_base_dir
 from nemo_runspec.secrets import redact_text
 
 if TYPE_CHECKING:
@@ -290,8 +290,6 @@ def prepare_job(
     # (nemo-run pastes the script's path into srun's command line unquoted: a path with
     # a space, a quote or a $ starts through the launch script, which quotes it)
     if uses_launch_script(runspec) or nsys is not None or shlex.quote(prepared.script) != prepared.script:
-        from nemo_runspec.slurm.launch_script import use_launch_script
-
         use_launch_script(prepared, runspec, script_args, bare_metal=bare_metal, nsys=nsys,
                           train_yaml=TRAIN_YAML, rdzv_id=rendezvous_id(prepared))
     elif values.get("executor") == "slurm" and prepared.launch == "torchrun" and int(prepared.executor.nodes) > 1:
@@ -320,6 +318,26 @@ def _nsys_settings(values: Mapping[str, Any], prepared: PreparedJob) -> NsysSett
         raise ConfigError("run.profile.nsys profiles torchrun and direct recipes; this one launches Ray",
                           key="profiling.nsys", hint="profile the Ray workers from the recipe itself")
     return settings
+
+
+def use_launch_script(prepared: PreparedJob, runspec: Runspec | None, script_args: Sequence[str], *,
+                      bare_metal: bool, train_yaml: str, rdzv_id: int, nsys: NsysSettings | None = None) -> None:
+    """Start ``prepared`` through the runspec's launch script
+    (:mod:`nemo_runspec.slurm.launch_script`); ``train_yaml`` is where the job reads
+    its config, ``rdzv_id`` torchrun's rendezvous id."""
+    from nemo_runspec.slurm.launch_script import LaunchScript, render
+
+    spec = LaunchScript(runspec=runspec, script=prepared.script, args=tuple(prepared.args),
+                        script_args=tuple(script_args), bare_metal=bare_metal, nsys=nsys,
+                        train_yaml=train_yaml, rdzv_id=rdzv_id)
+    out = render(prepared, spec)
+    executor = prepared.executor
+    executor.env_vars = {**executor.env_vars, **out.env_vars}
+    block = "\n".join(x for x in out.lines if x)
+    executor.setup_lines = "\n".join(x for x in (executor.setup_lines or "", block) if x)
+    executor.launcher = None  # direct: the launch script starts torchrun itself
+    prepared.launch_script = LaunchScript(**{**vars(spec), "lines": block, "env_vars": out.env_vars})
+    prepared.script, prepared.args, prepared.entrypoint = out.launch_path, [], "bash"
 
 
 def _torchrun_per_node(prepared: PreparedJob) -> None:

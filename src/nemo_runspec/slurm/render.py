@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nemo_runspec._nemo_run import lean
 from nemo_runspec.errors import ExecutionError
-from nemo_runspec.execution._nemo_run import lean
 from nemo_runspec.runtime.stale import sweep
 from nemo_runspec.secrets import searchable
 from nemo_runspec.slurm.prepared import PreparedJob

@@ -61,7 +61,7 @@ def submit_detached(job: PreparedJob, *, schedule: bool = True, announce: bool =
     decides the job's fate itself (a pipeline cancels its whole chain) passes
     ``announce=False`` and says what happened.
     """
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
     from nemo_runspec.execution.submit_env import submission_environment
     from nemo_runspec.execution.tunnels import probe_tunnel
     from nemo_runspec.runtime import lifeline
@@ -369,7 +369,7 @@ def submit(
     ``packaging.json`` in the local experiment dir once Slurm accepted the job,
     and the job is recorded in the submission ledger (:mod:`nemo_runspec.slurm.ledger`).
     """
-    from nemo_runspec.sweep.collect import take
+    from nemo_runspec.job.last_step import take
 
     if job.compiled is not None and take("slurm", job.compiled, job):  # a sweep's point: it submits them itself
         return SubmittedJob(job_id="", job_dir=job.job_dir, log_path="", sbatch_log_path="",

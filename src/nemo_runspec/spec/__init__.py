@@ -8,6 +8,7 @@ module                  holds
 ``spec.models``         :class:`Runspec` and its tables (schema v1)
 ``spec.schema``         the JSON Schema of the table
 ``spec.cmd``            the ``run.cmd`` template: placeholders checked and filled in
+``spec.scales``         ``[[tool.runspec.scales]]``: the scale matrix's entries (``scales/`` applies them)
 ``spec.toml_lines``     TOML key path -> line number, for error messages
 ``spec.discovery``      recipe scripts under a directory
 ======================  =====================================================

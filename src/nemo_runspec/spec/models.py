@@ -97,7 +97,7 @@ class Runspec:
     config: RunspecConfig = field(default_factory=RunspecConfig)
     resources: RunspecResources = field(default_factory=RunspecResources)
     env: Mapping[str, str] = field(default_factory=lambda: _EMPTY_ENV, hash=False)
-    #: the scale matrix, ``[[tool.runspec.scales]]`` (nemo_runspec.scales.model.ScaleEntry)
+    #: the scale matrix, ``[[tool.runspec.scales]]`` (nemo_runspec.spec.scales.ScaleEntry)
     scales: tuple[Any, ...] = ()
     config_dir: Path = field(init=False)
 

@@ -36,6 +36,7 @@ from nemo_runspec.spec.models import (
     RunspecRun,
 )
 from nemo_runspec.spec.pep723 import BLOCK_TYPE, Block, find_block
+from nemo_runspec.spec.scales import read_entries  # the scale matrix, section 8 of the spec
 from nemo_runspec.spec.toml_lines import deepest_line, line_map
 
 __all__ = ["parse", "parse_text", "clear_cache", "collect_errors", "BLOCK_TYPE"]
@@ -285,8 +286,6 @@ def _validate(data: Any, path: str, script_path: str, loc: _Locator) -> tuple[Ru
             chk.fail(key, f"'{key}': {problem}", "write $$ for a literal $; see \"$ in values\" in docs/env-toml.md")
         else:
             env[var] = value
-
-    from nemo_runspec.scales.model import read_entries  # the scale matrix, section 8 of the spec
 
     scales = read_entries(data.get("scales"), chk.fail)
     if chk.errors:

@@ -5,7 +5,7 @@ module                   holds
 =======================  ==========================================================
 ``config.sweep``         the command line expanded into points (grammar: ``config.sweep_grammar``)
 ``sweep.collect``        while a sweep compiles a point, the recipe command's last step is
-                         taken instead of run (imports nothing: the hooks are cheap)
+                         taken instead of run (the hook, ``job.last_step``, imports nothing)
 ``sweep.points``         every point's ``job.yaml``/``train.yaml``, derived from one compiled job
 ``sweep.array``          one ``sbatch --array`` job for the points of one allocation shape
 ``sweep.record``         ``$NEMOTRON_HOME/sweeps/<id>.json``: points, arrays, what completed
@@ -14,5 +14,5 @@ module                   holds
 ``sweep.driver``         what ``-m`` does for a recipe command
 =======================  ==========================================================
 
-Nothing is imported here, so the hooks in ``slurm.submit`` and friends stay cheap.
+Nothing is imported here.
 """

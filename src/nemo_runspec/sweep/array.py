@@ -107,7 +107,7 @@ def _details_class() -> type:
     """nemo-run's ``SlurmJobDetails`` with each task's logs in its point's dir."""
     global _DETAILS
     if _DETAILS is None:
-        from nemo_runspec.execution._nemo_run import lean
+        from nemo_runspec._nemo_run import lean
 
         lean()
         from pathlib import Path

@@ -6,18 +6,18 @@ data-prep schema, eval's image plan). The command ends by running the job
 here, showing it or submitting it; inside :func:`collecting` those calls
 (:func:`~nemo_runspec.execution.run_local`, :func:`~nemo_runspec.cli.display.show_dry_run`,
 :func:`~nemo_runspec.slurm.submit`, the other executors' ``run_job``) hand their
-job to :func:`take` and return at once, and the sweep decides what to do with it.
-
-This module imports nothing, so the hooks cost nothing outside a sweep.
+job to :func:`~nemo_runspec.job.last_step.take` and return at once, and the sweep
+decides what to do with it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+from nemo_runspec.job.last_step import taken_by
 
 if TYPE_CHECKING:
     from nemo_runspec.job import CompiledJob
@@ -41,25 +41,13 @@ class Collector:
     taken: list[Taken] = field(default_factory=list)
 
 
-_ACTIVE: contextvars.ContextVar[Collector | None] = contextvars.ContextVar("nemotron_sweep", default=None)
-
-
 @contextlib.contextmanager
 def collecting() -> Iterator[Collector]:
-    """Inside the block, :func:`take` records instead of letting the caller act."""
+    """Inside the block, :func:`~nemo_runspec.job.last_step.take` records instead of letting the caller act."""
     collector = Collector()
-    token = _ACTIVE.set(collector)
-    try:
+
+    def record(kind: str, job: CompiledJob, prepared: object) -> None:
+        collector.taken.append(Taken(kind, job, cast("PreparedJob | None", prepared)))
+
+    with taken_by(record):
         yield collector
-    finally:
-        _ACTIVE.reset(token)
-
-
-def take(kind: str, job: CompiledJob, prepared: PreparedJob | None = None) -> bool:
-    """Record the step when a sweep is collecting (the caller then returns without
-    acting) and return True; outside a sweep return False."""
-    collector = _ACTIVE.get()
-    if collector is None:
-        return False
-    collector.taken.append(Taken(kind, job, prepared))
-    return True

@@ -76,7 +76,7 @@ def test_the_platforms_are_the_four_and_local_and_slurm_are_built_elsewhere() ->
 def test_every_field_exists_with_its_type(kind: str) -> None:
     import importlib
 
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     module, _, name = platform(kind).nemo_run_executor.partition(":")

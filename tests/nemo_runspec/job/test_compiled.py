@@ -128,14 +128,14 @@ def test_env_toml_is_read_once(recipe):
     from rich.console import Console
 
     from nemo_runspec.cli.display import show_dry_run
-    from nemo_runspec.packaging import build_packager
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.slurm import prepare_job
 
     job = compile_from(recipe["spec"], "--batch", "dev", "--dry-run")
     recipe["env_toml"].unlink()
 
     assert Path(job.registry.backend.root) == recipe["root"] / "registry"
-    slurm_job = prepare_job(job, *build_packager(job))
+    slurm_job = prepare_job(job, *packager_for(job))
     console = Console(record=True, width=200)
     assert show_dry_run(job, slurm_job, console=console) == 0
     text = console.export_text()

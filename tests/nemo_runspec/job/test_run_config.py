@@ -81,3 +81,26 @@ def test_compiled_job_gives_back_the_effective_run_config(spec) -> None:
     assert dict(again.run_env) == dict(job.run_env)
 
 
+
+
+def test_a_recipe_config_converts_both_ways() -> None:
+    from nemo_runspec.cmdline.context import split_global_args
+    from nemo_runspec.cmdline.recipe_config import recipe_config_from
+
+    gctx, rest = split_global_args(["-c", "tiny", "--run", "dev", "steps=4", "--", "--x"])
+    run = RunConfig.from_recipe_config(recipe_config_from(gctx, rest))
+    assert run == RunConfig(profile="dev", config="tiny", overrides=("steps=4",), passthrough=("--x",))
+    back = run.recipe_config()
+    assert (back.mode, back.profile, back.overrides, back.passthrough) == ("run", "dev", ["steps=4"], ["--x"])
+    assert back.bare_words == []  # given in Python: no script argument is taken for a forgotten --run
+    assert back.argv == ["-c", "tiny", "--run", "dev", "steps=4", "--", "--x"]
+
+
+def test_as_recipe_config_converts_a_run_config_and_refuses_anything_else() -> None:
+    from nemo_runspec.job.run_config import as_recipe_config
+
+    cli = RunConfig(profile="dev", detach=True).recipe_config()
+    assert as_recipe_config(cli) is cli
+    assert as_recipe_config(RunConfig(profile="dev", detach=True)).mode == "batch"
+    with pytest.raises(CLIUsageError, match="expected a RunConfig .* got dict"):
+        as_recipe_config({"profile": "dev"})  # type: ignore[arg-type]

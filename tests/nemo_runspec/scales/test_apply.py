@@ -54,11 +54,10 @@ def _script(tmp_path: Path, matrix: str = MATRIX) -> Path:
 
 def _compile(tmp_path, *overrides, profile="h100", allow=False, config=None):
     from nemo_runspec import parse
-    from nemo_runspec.cmdline.recipe_config import RecipeConfig
 
     run = RunConfig(profile=profile, detach=profile is not None, config=config, overrides=tuple(overrides),
                     env_file=str(tmp_path / "env.toml"))
-    cfg = RecipeConfig.from_run_config(run)
+    cfg = run.recipe_config()
     cfg.ctx.allow_untested_scale = allow
     return compile_job(parse(tmp_path / "train.py"), cfg, check_artifacts=False)
 

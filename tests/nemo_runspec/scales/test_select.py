@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nemo_runspec.errors import ConfigError
-from nemo_runspec.scales.model import Cell
 from nemo_runspec.scales.select import Where, find, nearest
+from nemo_runspec.spec.scales import Cell
 from tests.nemo_runspec.scales.test_apply import _compile, _script
 
 
@@ -30,7 +30,7 @@ def test_a_job_outside_the_matrix_names_the_nearest_cells(tmp_path):
 
 
 def test_selection_and_nearest_directly():
-    from nemo_runspec.scales.model import ScaleEntry
+    from nemo_runspec.spec.scales import ScaleEntry
 
     entries = [ScaleEntry(gpu_types=("h100",), nodes=(1, 8), precisions=("bf16",)),
                ScaleEntry(gpu_types=("b200",), nodes=(2,), precisions=("fp8",), index=1)]

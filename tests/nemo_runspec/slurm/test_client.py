@@ -68,7 +68,7 @@ CHILD = textwrap.dedent('''
             from nemo_runspec.slurm.client import run_here
             run_here(f"touch {mark}; sleep 60")
         else:  # a command nemo-run runs through invoke (LocalTunnel, packagers)
-            from nemo_runspec.execution._nemo_run import lean
+            from nemo_runspec._nemo_run import lean
             lean()
             from invoke import Context
             Context().run(f"touch {mark}; sleep 60", hide=True)

@@ -1,7 +1,7 @@
 """The lean nemo-run path renders and submits exactly what all of nemo-run does.
 
 ``nemo_runspec.slurm`` imports only the parts of nemo-run that build a Slurm
-job (``nemo_runspec.execution._nemo_run``) and replays ``Experiment``'s steps
+job (``nemo_runspec._nemo_run``) and replays ``Experiment``'s steps
 for one task (``nemo_runspec.slurm.launch``). Every kind of job is rendered
 (and a few submitted, against a fake ``sbatch``) both ways, each in its own
 process, and the bytes compared: a nemo-run upgrade that breaks the

@@ -9,7 +9,7 @@ from tests.nemo_runspec.test_unusual_paths import SCRIPT, _project
 
 def test_the_packaging_step_quotes_every_path(tmp_path: Path) -> None:
     """SSH staging under a home with a space, quotes and a $ (nemo-run pasted the paths in)."""
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()
     from nemo_run.core.execution.slurm import SlurmExecutor

@@ -84,7 +84,7 @@ def test_profile_table_in_env_toml_and_bad_values(tmp_path):
 
 def test_the_options_are_nemo_run_s_nsys_defaults():
     """What llmb gets through Megatron-Bridge's NsysPlugin: nemo-run's launcher defaults."""
-    from nemo_runspec.execution._nemo_run import lean
+    from nemo_runspec._nemo_run import lean
 
     lean()  # nemo-run's launcher module alone, not its package __init__
     from nemo_run.core.execution.launcher import Launcher

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nemo_runspec import packaging, parse, slurm
+from nemo_runspec import parse, slurm
 from nemo_runspec.config.sweep import expand
 from nemo_runspec.errors import ConfigError
 from nemo_runspec.job.compiled import compile_job
+from nemo_runspec.job.packager import packager_for
 from nemo_runspec.job.run_config import RunConfig
 from nemo_runspec.slurm.submission import submit_detached
 from nemo_runspec.sweep.array import array_spec, build
@@ -38,7 +39,7 @@ def _array(kind: str, profile: str, parallel: int | None = None):
     plan = expand(overrides)
     job = compile_job(spec, RunConfig(profile=profile, detach=True, config="tiny",
                                       overrides=plan.points[0].overrides), check_artifacts=False)
-    prepared = slurm.prepare_job(job, *packaging.build_packager(job))
+    prepared = slurm.prepare_job(job, *packager_for(job))
     points, apart = derive(job, plan.points, "sw-test")
     assert not apart
     return build(prepared, points, sweep_id="sw-test", parallel=parallel), plan
@@ -92,7 +93,7 @@ def test_the_batch_shell_expands_each_task_to_its_point(sandbox, kind):
 def test_a_single_ray_job_keeps_its_cluster_dir(sandbox):
     spec = parse(RECIPES_DIR / "nano3/stage0_pretrain/data_prep.py")
     job = compile_job(spec, RunConfig(profile="dev", detach=True, config="tiny"), check_artifacts=False)
-    text = slurm.render_sbatch(slurm.prepare_job(job, *packaging.build_packager(job)))
+    text = slurm.render_sbatch(slurm.prepare_job(job, *packager_for(job)))
     assert "task-$SLURM_ARRAY_TASK_ID" not in text and "--array" not in text
 
 
@@ -133,7 +134,7 @@ def test_a_run_cmd_recipe_sweeps_each_task_with_its_own_launch_script(sandbox, l
     job = compile_job(spec, RunConfig(profile="dev", detach=True,
                                       overrides=(*plan.points[0].overrides, "run.env.packager=self_contained")),
                       check_artifacts=False)
-    prepared = slurm.prepare_job(job, *packaging.build_packager(job))
+    prepared = slurm.prepare_job(job, *packager_for(job))
     points, _ = derive(job, plan.points, "sw-cmd")
     array = build(prepared, points, sweep_id="sw-cmd")
     shown = slurm.render_sbatch(array)

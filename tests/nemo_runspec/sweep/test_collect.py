@@ -1,10 +1,12 @@
-"""Taking a command's last step while a sweep compiles a point (sweep/collect.py)."""
+"""Taking a command's last step while a sweep compiles a point (sweep/collect.py, through
+job/last_step.py)."""
 
 from __future__ import annotations
 
 import threading
 
-from nemo_runspec.sweep.collect import Taken, collecting, take
+from nemo_runspec.job.last_step import take
+from nemo_runspec.sweep.collect import Taken, collecting
 
 
 def test_outside_a_sweep_nothing_is_taken():

@@ -155,9 +155,10 @@ def test_eval_stage_dry_run_shows_the_evaluation_config_with_wandb_and_images(sa
 def test_eval_stage_submission_waits_for_its_image_imports(sandbox, monkeypatch):
     """Submitted as a chain, the eval stage's evaluator images are imported first (one
     Slurm job per missing .sqsh) and the stage waits for them with afterok."""
-    from nemo_runspec import packaging, pipeline, slurm
+    from nemo_runspec import pipeline, slurm
     from nemo_runspec.artifacts.registry import ArtifactRegistry
     from nemo_runspec.cli_context import split_global_args
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.slurm import submission
     from nemo_runspec.slurm.prepared import SubmittedJob
     from nemo_runspec.slurm.remote import Remote
@@ -189,7 +190,7 @@ def test_eval_stage_submission_waits_for_its_image_imports(sandbox, monkeypatch)
     gctx, rest = split_global_args(["--batch", "dev"])
     plans = pipeline.compile_pipeline([s for s in STEPS if s.name == "eval"], gctx, rest, resume=False)
     assert plans[0].job.job_config.run.wandb.project == "nano3-evals"  # the key reaches the job
-    sub = pipeline.submit_slurm(plans, build_packager=packaging.build_packager, out=lambda _m: None)
+    sub = pipeline.submit_slurm(plans, build_packager=packager_for, out=lambda _m: None)
     assert sub.job_ids == {"eval": "5000"}
     imports = [c for c in commands if c.startswith("sbatch")]
     assert len(imports) == 2 and all("enroot import" in c for c in imports)

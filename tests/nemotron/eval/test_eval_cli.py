@@ -202,11 +202,12 @@ def test_default_config_without_the_launcher_exits_3(tiny):
 
 def test_image_imports_are_submitted_first_and_the_job_waits(cluster, monkeypatch):
     """--run/--batch with squash_dir: one import job per missing image, the eval job depends on them."""
-    from nemo_runspec import packaging, slurm
+    from nemo_runspec import slurm
     from nemo_runspec.cmdline.context import GlobalContext
     from nemo_runspec.cmdline.recipe_config import recipe_config_from
     from nemo_runspec.evaluation import evaluator
     from nemo_runspec.job.compiled import compile_job
+    from nemo_runspec.job.packager import packager_for
     from nemo_runspec.slurm.remote import Remote
     from nemotron.cli.commands.nano3.eval import SPEC
 
@@ -232,7 +233,7 @@ def test_image_imports_are_submitted_first_and_the_job_waits(cluster, monkeypatc
     assert waits_for == ["4242"]
     sbatch = [c for c in commands if c.startswith("sbatch")]
     assert len(sbatch) == 1 and "enroot import" in sbatch[0] and "docker://vllm/vllm-openai:latest" in sbatch[0]
-    prepared = slurm.prepare_job(ev.job, *packaging.build_packager(ev.job), dependencies=waits_for)
+    prepared = slurm.prepare_job(ev.job, *packager_for(ev.job), dependencies=waits_for)
     assert "afterok:4242" in slurm.render_sbatch(prepared)
     dry = evaluator.prepare_eval_job(compile_job(SPEC, recipe_config_from(
         GlobalContext(batch="dev", env_file=str(cluster["env_toml"]), dry_run=True), []), check_artifacts=False))

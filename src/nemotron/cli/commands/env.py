@@ -164,7 +164,7 @@ def show_profile(
         fail(exc)
         return
 
-    from nemo_runspec.execution.settings import container_choice
+    from nemo_runspec.job.settings import container_choice
 
     shown = prof.redacted_values()
     src = prof.sources.get("container_image")

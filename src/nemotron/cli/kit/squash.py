@@ -23,7 +23,7 @@ def squash(ctx: typer.Context, profile: str, image: str = typer.Argument(None)) 
     """
     from nemo_runspec.env import find_env_file, load_env_file, load_env_profile
     from nemo_runspec.env.discovery import not_found_error
-    from nemo_runspec.execution.settings import profile_values
+    from nemo_runspec.job.settings import profile_values
     from nemo_runspec.slurm.queue import final_sacct_info, squeue_state
     from nemo_runspec.slurm.remote import Remote
     from nemo_runspec.slurm.squash import ensure_squashed_image, plan_squash

@@ -1,4 +1,4 @@
-"""The job's settings (execution/settings.py): the environment a job sees and the resources the profile gives it."""
+"""The job's settings (job/settings.py): the environment a job sees and the resources the profile gives it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.nemo_runspec.test_dollar_rule import _profile
 
 def test_the_issue_examples_through_the_job_config(tmp_path: Path, monkeypatch) -> None:
     from nemo_runspec.config import build_job_config
-    from nemo_runspec.execution.settings import job_env
+    from nemo_runspec.job.settings import job_env
 
     monkeypatch.setenv("I30_X", "from-here")
     env = _profile(tmp_path, 'env_vars = { X = "${HOME}/x", Y = "x$$y", Z = "${oc.env:I30_X}" }\n'
@@ -36,7 +36,7 @@ def test_gpu_word_means_every_gpu_of_the_node_as_the_profile_says(tmp_path):
     (the profile's gpus_per_node decides), valid by the JSON schema, refused when a
     Slurm job's profile does not say how many; any other word is still an error."""
     from nemo_runspec.errors import ConfigError
-    from nemo_runspec.execution.settings import resolve_resources
+    from nemo_runspec.job.settings import resolve_resources
 
     text = runspec_block("[tool.runspec.resources]", "nodes = 2", 'gpus_per_node = "gpu"')
     spec = parse_text(text, path=tmp_path / "train.py")

@@ -1,4 +1,4 @@
-"""invoke's local runner stops its command on an interrupt (execution/_invoke.py): a SIGTERM
+"""invoke's local runner stops its command on an interrupt (_invoke.py): a SIGTERM
 turned into KeyboardInterrupt kills the command and everything it started, and is raised again.
 Real processes: a child Python runs invoke with a long command and interrupts itself."""
 
@@ -15,7 +15,7 @@ from tests.processes import alive as _alive
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
     import invoke
-    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+    from nemo_runspec._invoke import stop_commands_on_interrupt
 
     if sys.argv[1] == "patched":
         stop_commands_on_interrupt()
@@ -55,7 +55,7 @@ EARLY = textwrap.dedent("""
     import os, sys, time
     import invoke
     from invoke.runners import Runner
-    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+    from nemo_runspec._invoke import stop_commands_on_interrupt
 
     stop_commands_on_interrupt()
 

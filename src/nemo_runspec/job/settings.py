@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nemo_runspec.env.reference import profile_values  # noqa: F401 - read here by its callers
+from nemo_runspec.env.profile import profile_values  # noqa: F401 - read here by its callers
 from nemo_runspec.script_values import DISABLED_IMAGES  # "no container: run bare metal"
 
 if TYPE_CHECKING:

@@ -46,7 +46,7 @@ def lean() -> None:
     Idempotent and cheap after the first call. A package that is already
     imported (deferred or complete) is left as it is.
     """
-    from nemo_runspec.execution._invoke import stop_commands_on_interrupt
+    from nemo_runspec._invoke import stop_commands_on_interrupt
 
     stop_commands_on_interrupt()  # the commands nemo-run runs through invoke stop on SIGTERM too
     if all(name in sys.modules for name in DEFERRED):

@@ -1,4 +1,4 @@
-"""nemo_runspec.execution._nemo_run: nemo-run's submodules without its package __init__s.
+"""nemo_runspec._nemo_run: nemo-run's submodules without its package __init__s.
 
 Each check runs in a fresh interpreter: the point is what gets imported.
 """
@@ -23,7 +23,7 @@ def _python(code: str) -> dict:
 def test_lean_imports_the_slurm_parts_and_nothing_heavy():
     got = _python("""
         import json, sys
-        from nemo_runspec.execution._nemo_run import is_complete, lean
+        from nemo_runspec._nemo_run import is_complete, lean
         lean()
         from nemo_run.core.execution.slurm import SlurmExecutor
         from nemo_run.run.torchx_backend.components import torchrun
@@ -45,7 +45,7 @@ def test_lean_imports_the_slurm_parts_and_nothing_heavy():
 def test_asking_for_more_imports_all_of_nemo_run_with_the_same_classes():
     got = _python("""
         import json
-        from nemo_runspec.execution._nemo_run import is_complete, lean
+        from nemo_runspec._nemo_run import is_complete, lean
         lean()
         from nemo_run.core.execution.slurm import SlurmExecutor
         from nemo_run.core.execution.launcher import Torchrun
@@ -71,7 +71,7 @@ def test_lean_after_a_full_import_changes_nothing():
         import json, sys
         import nemo_run
         before = sys.modules["nemo_run"]
-        from nemo_runspec.execution._nemo_run import is_complete, lean
+        from nemo_runspec._nemo_run import is_complete, lean
         lean()
         print(json.dumps({"same": sys.modules["nemo_run"] is before, "complete": is_complete()}))
     """)
