@@ -10,9 +10,6 @@ distribution metadata.
 
 from __future__ import annotations
 
-import ast
-import importlib.metadata
-import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +62,8 @@ class Found:
 
 
 def _package_info_version(path: Path) -> str | None:
+    import ast  # here, not at the top: a recipe command's --help imports this module
+
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -83,6 +82,9 @@ def _package_info_version(path: Path) -> str | None:
 
 def installed_version(dist: str) -> Found | None:
     """The version of ``dist`` importable here, without importing it (None: not installed)."""
+    import importlib.metadata  # here, not at the top: a recipe command's --help imports this module
+    import importlib.util
+
     module = MODULES.get(dist, dist.replace("-", "_"))
     try:
         spec = importlib.util.find_spec(module)
